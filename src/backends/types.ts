@@ -1,0 +1,214 @@
+/**
+ * The Backend interface: one method per S3 operation casket models, named
+ * after it. The embedded store (backends/fs) and the upstream proxy
+ * (backends/s3) both implement it; the HTTP layer and the guard never know
+ * which one they talk to.
+ *
+ * Contract every implementation keeps:
+ * - ETags are casket's: SHA-256 of the content, 64 lowercase hex digits, or
+ *   `<sha256 of the part digests>-<N>` for multipart objects. Never quoted here;
+ *   quoting and the `-1` client form are the HTTP layer's business.
+ * - A write commits only after `payload.stream` ended clean (it errors when a
+ *   signature, checksum or length check fails) and only if `condition` holds
+ *   at the moment of commit — checked and applied in one atomic step.
+ * - A refused condition throws `ConditionFailed` with the current object.
+ */
+import type { Readable } from 'node:stream';
+
+/** Standard representation headers stored with an object and returned on GET/HEAD. */
+export interface ObjectHeaders {
+  contentType?: string;
+  contentEncoding?: string;
+  contentDisposition?: string;
+  contentLanguage?: string;
+  cacheControl?: string;
+  expires?: string;
+}
+
+export interface ObjectInfo {
+  bucket: string;
+  key: string;
+  /** casket ETag, unquoted. */
+  etag: string;
+  size: number;
+  lastModified: Date;
+  headers: ObjectHeaders;
+  /** x-amz-meta-* with the prefix removed, names lowercased. */
+  metadata: Record<string, string>;
+  /** Sizes of the parts of a multipart object, in order (for ?partNumber=). */
+  partSizes?: number[];
+  /** The agent whose write made this version, when known. */
+  writer?: string;
+}
+
+export interface BucketInfo {
+  name: string;
+  creationDate: Date;
+}
+
+/**
+ * What must hold at commit time. `etags` are unquoted casket ETags (the guard
+ * has already normalised quotes and the `-1` client form).
+ */
+export type CommitCondition =
+  | { type: 'none' }
+  /** Current version must exist and have one of these ETags ('*': any). */
+  | { type: 'if-match'; etags: string[] | '*' }
+  /** Key must not exist (If-None-Match: *). */
+  | { type: 'if-none-match' };
+
+export interface WriteOptions {
+  condition: CommitCondition;
+  /**
+   * When the condition fails but the new content's SHA-256 equals the current
+   * ETag, succeed without writing: an SDK retrying a write whose response was
+   * lost must not be told it lost (DESIGN §3).
+   */
+  sameContentWins?: boolean;
+  /** Agent to record as the writer of the new version. */
+  writer?: string;
+}
+
+/** A request body on its way in. See auth/payload.ts. */
+export interface Payload {
+  /** Decoded bytes. Errors instead of ending when any integrity check fails. */
+  stream: Readable;
+  /** Valid once `stream` has ended clean. */
+  digest(): PayloadDigest;
+}
+
+export interface PayloadDigest {
+  sha256: Buffer;
+  /** Present when the payload was asked to compute it (UploadPart, Content-MD5). */
+  md5?: Buffer;
+  size: number;
+}
+
+export interface PutObjectOptions extends WriteOptions {
+  headers: ObjectHeaders;
+  metadata: Record<string, string>;
+}
+
+export interface ByteRange {
+  /** Inclusive. */
+  start: number;
+  /** Inclusive. */
+  end: number;
+}
+
+export interface ObjectReader {
+  info: ObjectInfo;
+  /** Opens the bytes of exactly this version (the whole object, or a range of it). */
+  open(range?: ByteRange): Readable;
+}
+
+export interface ListObjectsParams {
+  prefix: string;
+  delimiter?: string;
+  /** List keys strictly after this one (marker / start-after / continuation). */
+  after?: string;
+  maxKeys: number;
+}
+
+export interface ListObjectsResult {
+  objects: ObjectInfo[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  /** Last key or common prefix returned: where the next page starts after. */
+  nextAfter?: string;
+}
+
+export interface MultipartUploadInfo {
+  bucket: string;
+  key: string;
+  uploadId: string;
+  initiated: Date;
+  headers: ObjectHeaders;
+  metadata: Record<string, string>;
+}
+
+export interface PartInfo {
+  partNumber: number;
+  /** MD5 hex of the part, as S3 reports part ETags (clients check it). */
+  etag: string;
+  size: number;
+  lastModified: Date;
+  /** SHA-256 of the part: the multipart object ETag is built from these. */
+  sha256: Buffer;
+}
+
+export interface CompletedPart {
+  partNumber: number;
+  /** Unquoted part ETag as the client sent it back. */
+  etag: string;
+}
+
+export interface ListPartsParams {
+  partNumberMarker: number;
+  maxParts: number;
+}
+
+export interface ListPartsResult {
+  upload: MultipartUploadInfo;
+  parts: PartInfo[];
+  isTruncated: boolean;
+  nextPartNumberMarker?: number;
+}
+
+export interface ListUploadsParams {
+  prefix: string;
+  delimiter?: string;
+  keyMarker?: string;
+  uploadIdMarker?: string;
+  maxUploads: number;
+}
+
+export interface ListUploadsResult {
+  uploads: MultipartUploadInfo[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextKeyMarker?: string;
+  nextUploadIdMarker?: string;
+}
+
+/** Thrown by a write whose CommitCondition does not hold at commit time. */
+export class ConditionFailed extends Error {
+  constructor(readonly current: ObjectInfo | null) {
+    super(current ? `condition failed; current ETag ${current.etag}` : 'condition failed; no such key');
+    this.name = 'ConditionFailed';
+  }
+}
+
+/*
+ * Other failures are thrown as S3Error (s3/errors.ts, a leaf module every layer
+ * may import): NoSuchBucket, NoSuchKey, NoSuchUpload, BucketNotEmpty,
+ * InvalidPart, InvalidPartOrder, EntityTooSmall, ...
+ */
+
+export interface Backend {
+  listBuckets(): Promise<BucketInfo[]>;
+  /** Idempotent for its owner: resolves 'exists' when the bucket is already there. */
+  createBucket(bucket: string): Promise<'created' | 'exists'>;
+  /** Throws NoSuchBucket. */
+  headBucket(bucket: string): Promise<BucketInfo>;
+  /** Throws NoSuchBucket, BucketNotEmpty. */
+  deleteBucket(bucket: string): Promise<void>;
+
+  /** null when the key does not exist; throws NoSuchBucket. */
+  headObject(bucket: string, key: string): Promise<ObjectInfo | null>;
+  /** null when the key does not exist; throws NoSuchBucket. */
+  getObject(bucket: string, key: string): Promise<ObjectReader | null>;
+  putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo>;
+  /** Resolves the version deleted (null: there was none). Deleting a missing key succeeds. */
+  deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null>;
+  listObjects(bucket: string, params: ListObjectsParams): Promise<ListObjectsResult>;
+
+  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>): Promise<MultipartUploadInfo>;
+  uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo>;
+  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo>;
+  abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void>;
+  listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult>;
+  listMultipartUploads(bucket: string, params: ListUploadsParams): Promise<ListUploadsResult>;
+
+  close(): Promise<void>;
+}
