@@ -1,0 +1,205 @@
+/**
+ * casket's configuration: typed, with defaults and validation, from three
+ * sources in order of precedence — command-line flags, CASKET_* environment
+ * variables, and an optional JSON file (--config). Pure: cli.ts passes argv
+ * and env in; nothing here touches process.*.
+ */
+import type { Credential } from './auth/credentials.js';
+import type { AgentWritePolicy, GuardMode } from './guard/guard.js';
+
+export type EtagSuffixPolicy = 'auto' | 'always' | 'never';
+export type StateKind = 'sqlite' | 'memory' | 'redis';
+export type AnonymousAccess = 'none' | 'read';
+
+export interface UpstreamConfig {
+  url: string;
+  accessKey: string;
+  secretKey: string;
+  region: string;
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  /** Credentials given by flags, env or a credentials file; empty: casket makes one. */
+  credentials: Credential[];
+  credentialsFile?: string;
+  anonymous: AnonymousAccess;
+  region: string;
+  /** Virtual-hosted-style addressing: `bucket.<domain>`. */
+  domain?: string;
+  agentHeader: string;
+  guard: GuardMode;
+  agentWrites: AgentWritePolicy;
+  etagSuffix: EtagSuffixPolicy;
+  state: StateKind;
+  redisUrl?: string;
+  stateTtlSeconds: number;
+  stateMaxEntries: number;
+  upstream?: UpstreamConfig;
+  tlsCert?: string;
+  tlsKey?: string;
+  fsync: boolean;
+  /** Smallest part but the last of a multipart upload (S3: 5 MiB). */
+  minPartSize: number;
+  logLevel: string;
+}
+
+interface Option {
+  flag: string;
+  env: string;
+  key: keyof RawConfig;
+  help: string;
+  boolean?: boolean;
+}
+
+type RawConfig = Record<
+  | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
+  | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
+  | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'tlsCert' | 'tlsKey' | 'fsync'
+  | 'minPartSize' | 'logLevel' | 'config',
+  string | undefined
+>;
+
+export const OPTIONS: Option[] = [
+  { flag: '--listen', env: 'CASKET_LISTEN', key: 'listen', help: 'HOST:PORT to listen on (default 127.0.0.1:9000; port 0 picks a free one)' },
+  { flag: '--data-dir', env: 'CASKET_DATA_DIR', key: 'dataDir', help: 'directory for the embedded store, state and generated credentials (default ./casket-data)' },
+  { flag: '--access-key', env: 'CASKET_ACCESS_KEY', key: 'accessKey', help: 'access key of the one admin credential (with --secret-key)' },
+  { flag: '--secret-key', env: 'CASKET_SECRET_KEY', key: 'secretKey', help: 'secret key of the one admin credential' },
+  { flag: '--credentials', env: 'CASKET_CREDENTIALS', key: 'credentials', help: 'JSON file of credentials, each optionally bound to an agent' },
+  { flag: '--anonymous', env: 'CASKET_ANONYMOUS', key: 'anonymous', help: 'none (default) | read: let unsigned requests read' },
+  { flag: '--region', env: 'CASKET_REGION', key: 'region', help: 'region reported to clients (default us-east-1)' },
+  { flag: '--domain', env: 'CASKET_DOMAIN', key: 'domain', help: 'serve virtual-hosted-style requests for BUCKET.<domain>' },
+  { flag: '--agent-header', env: 'CASKET_AGENT_HEADER', key: 'agentHeader', help: 'header naming the agent (default x-agent-id)' },
+  { flag: '--guard', env: 'CASKET_GUARD', key: 'guard', help: 'enforce (default) | observe | off' },
+  { flag: '--agent-writes', env: 'CASKET_AGENT_WRITES', key: 'agentWrites', help: 'require (default): agents must send If-Match/If-None-Match | read-stamp: derive the condition from the last full read' },
+  { flag: '--etag-suffix', env: 'CASKET_ETAG_SUFFIX', key: 'etagSuffix', help: 'auto (default: "<sha256>-1" for s3cmd and AWS SDK for Java v1) | always | never' },
+  { flag: '--state', env: 'CASKET_STATE', key: 'state', help: 'sqlite (default, in the data dir) | memory | redis' },
+  { flag: '--redis-url', env: 'CASKET_REDIS_URL', key: 'redisUrl', help: 'Redis URL for --state redis' },
+  { flag: '--state-ttl', env: 'CASKET_STATE_TTL', key: 'stateTtl', help: 'seconds a read stamp is kept (default 604800)' },
+  { flag: '--state-max-entries', env: 'CASKET_STATE_MAX_ENTRIES', key: 'stateMaxEntries', help: 'most read stamps kept (default 1000000)' },
+  { flag: '--upstream', env: 'CASKET_UPSTREAM', key: 'upstream', help: 'URL of an S3 endpoint to proxy instead of the embedded store' },
+  { flag: '--upstream-access-key', env: 'CASKET_UPSTREAM_ACCESS_KEY', key: 'upstreamAccessKey', help: 'access key casket uses upstream' },
+  { flag: '--upstream-secret-key', env: 'CASKET_UPSTREAM_SECRET_KEY', key: 'upstreamSecretKey', help: 'secret key casket uses upstream' },
+  { flag: '--upstream-region', env: 'CASKET_UPSTREAM_REGION', key: 'upstreamRegion', help: 'region casket signs upstream requests for (default us-east-1)' },
+  { flag: '--tls-cert', env: 'CASKET_TLS_CERT', key: 'tlsCert', help: 'PEM certificate file: serve HTTPS' },
+  { flag: '--tls-key', env: 'CASKET_TLS_KEY', key: 'tlsKey', help: 'PEM private key file for --tls-cert' },
+  { flag: '--fsync', env: 'CASKET_FSYNC', key: 'fsync', help: 'true (default) | false: fsync object data before commit' },
+  { flag: '--min-part-size', env: 'CASKET_MIN_PART_SIZE', key: 'minPartSize', help: 'smallest multipart part but the last, bytes (default 5242880)' },
+  { flag: '--log-level', env: 'CASKET_LOG_LEVEL', key: 'logLevel', help: 'info (default) | debug | warn | error | silent' },
+  { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
+];
+
+export class ConfigError extends Error {}
+
+function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!(allowed as readonly string[]).includes(value)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, not "${value}"`);
+  return value as T;
+}
+
+function integer(name: string, value: string | undefined, fallback: number, min = 0): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < min) throw new ConfigError(`${name} must be an integer ≥ ${min}, not "${value}"`);
+  return n;
+}
+
+/** Flags win over env, env over the file. Unknown flags are errors. */
+export function parseArgs(argv: string[], env: Record<string, string | undefined>): Partial<RawConfig> {
+  const raw: Partial<RawConfig> = {};
+  for (const o of OPTIONS) if (env[o.env] !== undefined && env[o.env] !== '') raw[o.key] = env[o.env];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
+    const o = OPTIONS.find((x) => x.flag === flag);
+    if (!o) throw new ConfigError(`unknown option ${arg} (see --help)`);
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new ConfigError(`${flag} needs a value`);
+    raw[o.key] = value;
+  }
+  return raw;
+}
+
+/** Merges a JSON config file's settings under the flags/env ones. */
+export function withFile(raw: Partial<RawConfig>, file: Record<string, unknown> | undefined): Partial<RawConfig> {
+  if (!file) return raw;
+  const merged: Partial<RawConfig> = {};
+  for (const o of OPTIONS) {
+    const v = file[o.key];
+    if (v !== undefined && v !== null) merged[o.key] = String(v);
+  }
+  return { ...merged, ...raw };
+}
+
+export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Credential[] = []): Config {
+  const listen = raw.listen ?? '127.0.0.1:9000';
+  const m = /^(.*):(\d+)$/.exec(listen);
+  if (!m) throw new ConfigError(`--listen must be HOST:PORT, not "${listen}"`);
+  const credentials: Credential[] = [...credentialsFromFile];
+  if ((raw.accessKey === undefined) !== (raw.secretKey === undefined)) throw new ConfigError('--access-key and --secret-key go together');
+  if (raw.accessKey && raw.secretKey) credentials.unshift({ accessKeyId: raw.accessKey, secretAccessKey: raw.secretKey, admin: true });
+  const state = oneOf('--state', raw.state, ['sqlite', 'memory', 'redis'] as const, 'sqlite');
+  if (state === 'redis' && !raw.redisUrl) throw new ConfigError('--state redis needs --redis-url');
+  if ((raw.tlsCert === undefined) !== (raw.tlsKey === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
+  let upstream: UpstreamConfig | undefined;
+  if (raw.upstream) {
+    if (!raw.upstreamAccessKey || !raw.upstreamSecretKey) throw new ConfigError('--upstream needs --upstream-access-key and --upstream-secret-key');
+    try {
+      new URL(raw.upstream);
+    } catch {
+      throw new ConfigError(`--upstream must be a URL, not "${raw.upstream}"`);
+    }
+    upstream = { url: raw.upstream.replace(/\/+$/, ''), accessKey: raw.upstreamAccessKey, secretKey: raw.upstreamSecretKey, region: raw.upstreamRegion ?? 'us-east-1' };
+  }
+  const agentHeader = (raw.agentHeader ?? 'x-agent-id').toLowerCase();
+  if (!/^[a-z0-9-]+$/.test(agentHeader)) throw new ConfigError(`--agent-header must be a header name, not "${agentHeader}"`);
+  return {
+    host: m[1]!.replace(/^\[(.*)\]$/, '$1'),
+    port: integer('--listen port', m[2], 9000),
+    dataDir: raw.dataDir ?? './casket-data',
+    credentials,
+    ...(raw.credentials !== undefined && { credentialsFile: raw.credentials }),
+    anonymous: oneOf('--anonymous', raw.anonymous, ['none', 'read'] as const, 'none'),
+    region: raw.region ?? 'us-east-1',
+    ...(raw.domain !== undefined && { domain: raw.domain.toLowerCase() }),
+    agentHeader,
+    guard: oneOf('--guard', raw.guard, ['enforce', 'observe', 'off'] as const, 'enforce'),
+    agentWrites: oneOf('--agent-writes', raw.agentWrites, ['require', 'read-stamp'] as const, 'require'),
+    etagSuffix: oneOf('--etag-suffix', raw.etagSuffix, ['auto', 'always', 'never'] as const, 'auto'),
+    state,
+    ...(raw.redisUrl !== undefined && { redisUrl: raw.redisUrl }),
+    stateTtlSeconds: integer('--state-ttl', raw.stateTtl, 7 * 24 * 3600, 1),
+    stateMaxEntries: integer('--state-max-entries', raw.stateMaxEntries, 1_000_000, 1),
+    ...(upstream && { upstream }),
+    ...(raw.tlsCert !== undefined && { tlsCert: raw.tlsCert }),
+    ...(raw.tlsKey !== undefined && { tlsKey: raw.tlsKey }),
+    fsync: oneOf('--fsync', raw.fsync, ['true', 'false'] as const, 'true') === 'true',
+    minPartSize: integer('--min-part-size', raw.minPartSize, 5 * 1024 * 1024),
+    logLevel: oneOf('--log-level', raw.logLevel, ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
+  };
+}
+
+/** Parses a credentials file: `{ "credentials": [{ "accessKey", "secretKey", "agent"?, "admin"? }] }`. */
+export function parseCredentialsFile(text: string, source: string): Credential[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`${source}: not JSON (${(e as Error).message})`);
+  }
+  const list = (doc as { credentials?: unknown }).credentials;
+  if (!Array.isArray(list)) throw new ConfigError(`${source}: expected {"credentials": [...]}`);
+  const seen = new Set<string>();
+  return list.map((c, i) => {
+    const e = c as Record<string, unknown>;
+    if (typeof e.accessKey !== 'string' || typeof e.secretKey !== 'string' || e.accessKey === '' || e.secretKey === '') {
+      throw new ConfigError(`${source}: credentials[${i}] needs accessKey and secretKey strings`);
+    }
+    if (seen.has(e.accessKey)) throw new ConfigError(`${source}: access key ${e.accessKey} appears twice`);
+    seen.add(e.accessKey);
+    if (e.agent !== undefined && (typeof e.agent !== 'string' || e.agent === '')) throw new ConfigError(`${source}: credentials[${i}].agent must be a non-empty string`);
+    return { accessKeyId: e.accessKey, secretAccessKey: e.secretKey, ...(typeof e.agent === 'string' && { agent: e.agent }), ...(e.admin === true && { admin: true }) };
+  });
+}

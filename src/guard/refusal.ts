@@ -1,0 +1,36 @@
+/**
+ * A write the guard refuses, with everything an agent needs to recover
+ * (DESIGN §3–4): the current version, who wrote it, a machine-readable reason
+ * and a sentence an LLM can act on. s3/refusal-error.ts renders it as S3 XML.
+ */
+import type { ObjectInfo } from '../backends/types.js';
+
+export type RefusalReason =
+  /** An explicit If-Match / If-None-Match did not hold (plain S3 semantics). */
+  | 'precondition-failed'
+  /** If-Match named a key that does not exist. */
+  | 'no-such-key'
+  /** If-None-Match carried an ETag, which S3 does not implement on writes. */
+  | 'not-implemented'
+  /** An agent wrote without If-Match / If-None-Match. */
+  | 'precondition-required'
+  /** The agent's latest read of the current version did not cover all of it. */
+  | 'partial-read'
+  /** The agent last read (or wrote) a different version than the one it names. */
+  | 'stale-read'
+  /** Read-stamp policy: the agent never read this key, which exists. */
+  | 'not-read';
+
+export class Refusal extends Error {
+  constructor(
+    readonly reason: RefusalReason,
+    readonly bucket: string,
+    readonly key: string,
+    readonly current: ObjectInfo | null,
+    /** The version the agent last read or wrote, for stale/partial reads. */
+    readonly lastSeenETag?: string,
+  ) {
+    super(reason);
+    this.name = 'Refusal';
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * What every operation handler receives: the parsed request (who, what, which
+ * conditions) and the services it may use. Built by server.ts; handlers never
+ * see Hono or the socket.
+ */
+import type { Readable } from 'node:stream';
+import type { AuthResult } from '../auth/sigv4.js';
+import { createPayload } from '../auth/payload.js';
+import type { Backend, Payload } from '../backends/types.js';
+import type { Guard } from '../guard/guard.js';
+import type { StateStore } from '../state/types.js';
+import type { Operation } from './operations.js';
+import type { S3Response } from './respond.js';
+
+export interface RequestContext {
+  requestId: string;
+  operation: Operation;
+  method: string;
+  bucket: string | undefined;
+  key: string | undefined;
+  query: URLSearchParams;
+  /** Lowercased names; repeated headers joined with ','. */
+  headers: Record<string, string>;
+  auth: AuthResult | null;
+  accessKey: string | undefined;
+  /** The agent making the request (DESIGN §4), or undefined for a person. */
+  agent: string | undefined;
+  /** Show plain ETags as `<sha256>-1` to this client (DESIGN §2). */
+  etagSuffix: boolean;
+  /** Raw request body bytes; read them through `payload()`. */
+  body: Readable;
+  /**
+   * The verified body: signatures, aws-chunked framing and checksums checked
+   * as it streams. Answers `Expect: 100-continue` first — call it only once
+   * auth and preconditions have passed.
+   */
+  payload(options?: { md5?: boolean }): Payload;
+}
+
+export interface Services {
+  backend: Backend;
+  guard: Guard;
+  state: StateStore;
+  /** Region GetBucketLocation reports. */
+  region: string;
+}
+
+export type Handler = (ctx: RequestContext, services: Services) => Promise<S3Response>;
+
+/** Wires `payload()` to the request: 100-continue once, then the verified stream. */
+export function payloadFactory(body: Readable, auth: AuthResult | null, headers: Record<string, string>, sendContinue: () => void): RequestContext['payload'] {
+  return (options = {}) => {
+    sendContinue();
+    return createPayload(body, { auth, headers, md5: options.md5 ?? false });
+  };
+}
+
+export function requireBucket(ctx: RequestContext): string {
+  if (!ctx.bucket) throw new Error('operation without a bucket');
+  return ctx.bucket;
+}
+
+export function requireKey(ctx: RequestContext): { bucket: string; key: string } {
+  if (!ctx.bucket || ctx.key === undefined) throw new Error('operation without a key');
+  return { bucket: ctx.bucket, key: ctx.key };
+}
+
+/** Whether the request carries a body at all (Content-Length > 0 or a chunked transfer). */
+export function hasBody(ctx: RequestContext): boolean {
+  const length = ctx.headers['content-length'];
+  return (length !== undefined && length !== '0') || ctx.headers['transfer-encoding'] !== undefined;
+}

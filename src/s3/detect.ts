@@ -1,0 +1,89 @@
+/**
+ * Parse, then dispatch: turns method + bucket + key + sub-resource query into
+ * one Operation. Sub-resource names follow the S3 API reference; a request for
+ * a sub-resource casket does not model is refused here with 501
+ * NotImplemented, before anything else happens.
+ */
+import { S3Error } from './errors.js';
+import type { Operation } from './operations.js';
+
+/** Sub-resources S3 knows that casket does not model: refuse, never guess. */
+const UNSUPPORTED = [
+  'accelerate', 'analytics', 'attributes', 'encryption', 'intelligent-tiering', 'inventory',
+  'legal-hold', 'logging', 'metadataTable', 'metrics', 'notification', 'object-lock',
+  'ownershipControls', 'policyStatus', 'publicAccessBlock', 'replication', 'requestPayment',
+  'restore', 'retention', 'select', 'session', 'torrent', 'versions', 'website',
+  'cors', 'policy', 'lifecycle', 'tagging', 'versioning', 'acl', 'location', 'uploads',
+  'delete', 'uploadId', 'partNumber',
+];
+
+function notImplemented(what: string): S3Error {
+  return new S3Error('NotImplemented', `casket does not implement ${what}.`);
+}
+
+function firstUnsupported(query: URLSearchParams): string | undefined {
+  return UNSUPPORTED.find((name) => query.has(name));
+}
+
+export function detectOperation(method: string, bucket: string | undefined, key: string | undefined, query: URLSearchParams, headers: Record<string, string>): Operation {
+  const has = (name: string) => query.has(name);
+  if (!bucket) {
+    if (method === 'GET') return 'ListBuckets';
+    throw new S3Error('MethodNotAllowed');
+  }
+  if (key === undefined) {
+    switch (method) {
+      case 'HEAD':
+        return 'HeadBucket';
+      case 'GET':
+        if (has('location')) return 'GetBucketLocation';
+        if (has('acl')) return 'GetBucketAcl';
+        if (has('versioning')) return 'GetBucketVersioning';
+        if (has('policy')) return 'GetBucketPolicy';
+        if (has('cors')) return 'GetBucketCors';
+        if (has('lifecycle')) return 'GetBucketLifecycleConfiguration';
+        if (has('tagging')) return 'GetBucketTagging';
+        if (has('uploads')) return 'ListMultipartUploads';
+        if (firstUnsupported(query)) break;
+        return query.get('list-type') === '2' ? 'ListObjectsV2' : 'ListObjects';
+      case 'PUT':
+        if (has('acl')) return 'PutBucketAcl';
+        if (firstUnsupported(query)) break;
+        return 'CreateBucket';
+      case 'DELETE':
+        if (firstUnsupported(query)) break;
+        return 'DeleteBucket';
+      case 'POST':
+        if (has('delete')) return 'DeleteObjects';
+        break;
+      default:
+        throw new S3Error('MethodNotAllowed');
+    }
+    throw notImplemented(`${method} on a bucket with ?${firstUnsupported(query) ?? [...query.keys()].join('&')}`);
+  }
+  switch (method) {
+    case 'HEAD':
+      return 'HeadObject';
+    case 'GET':
+      if (has('acl')) return 'GetObjectAcl';
+      if (has('uploadId')) return 'ListParts';
+      if (firstUnsupported(query) && !has('partNumber')) break;
+      return 'GetObject';
+    case 'PUT':
+      if (has('acl')) return 'PutObjectAcl';
+      if (has('uploadId') && has('partNumber')) return headers['x-amz-copy-source'] ? 'UploadPartCopy' : 'UploadPart';
+      if (firstUnsupported(query)) break;
+      return headers['x-amz-copy-source'] ? 'CopyObject' : 'PutObject';
+    case 'POST':
+      if (has('uploads')) return 'CreateMultipartUpload';
+      if (has('uploadId')) return 'CompleteMultipartUpload';
+      break;
+    case 'DELETE':
+      if (has('uploadId')) return 'AbortMultipartUpload';
+      if (firstUnsupported(query)) break;
+      return 'DeleteObject';
+    default:
+      throw new S3Error('MethodNotAllowed');
+  }
+  throw notImplemented(`${method} on an object with ?${firstUnsupported(query) ?? [...query.keys()].join('&')}`);
+}

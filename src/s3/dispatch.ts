@@ -1,0 +1,46 @@
+/**
+ * Operation → handler. A Record over the closed Operation union, so adding an
+ * operation without a handler fails to compile.
+ */
+import type { Handler } from './context.js';
+import type { Operation } from './operations.js';
+import * as bucketConfig from './operations/bucket-config.js';
+import * as buckets from './operations/buckets.js';
+import { CopyObject } from './operations/copy-object.js';
+import { DeleteObject, DeleteObjects } from './operations/delete-object.js';
+import { GetObject, HeadObject } from './operations/get-object.js';
+import { ListObjects, ListObjectsV2 } from './operations/list-objects.js';
+import * as multipart from './operations/multipart.js';
+import { PutObject } from './operations/put-object.js';
+
+export const HANDLERS: Record<Operation, Handler> = {
+  ListBuckets: buckets.ListBuckets,
+  CreateBucket: buckets.CreateBucket,
+  HeadBucket: buckets.HeadBucket,
+  DeleteBucket: buckets.DeleteBucket,
+  GetBucketLocation: buckets.GetBucketLocation,
+  GetBucketAcl: bucketConfig.GetBucketAcl,
+  PutBucketAcl: bucketConfig.PutBucketAcl,
+  GetBucketVersioning: bucketConfig.GetBucketVersioning,
+  GetBucketPolicy: bucketConfig.GetBucketPolicy,
+  GetBucketCors: bucketConfig.GetBucketCors,
+  GetBucketLifecycleConfiguration: bucketConfig.GetBucketLifecycleConfiguration,
+  GetBucketTagging: bucketConfig.GetBucketTagging,
+  ListObjects,
+  ListObjectsV2,
+  ListMultipartUploads: multipart.ListMultipartUploads,
+  DeleteObjects,
+  GetObject,
+  HeadObject,
+  PutObject,
+  CopyObject,
+  DeleteObject,
+  GetObjectAcl: bucketConfig.GetObjectAcl,
+  PutObjectAcl: bucketConfig.PutObjectAcl,
+  CreateMultipartUpload: multipart.CreateMultipartUpload,
+  UploadPart: multipart.UploadPart,
+  UploadPartCopy: multipart.UploadPartCopy,
+  CompleteMultipartUpload: multipart.CompleteMultipartUpload,
+  AbortMultipartUpload: multipart.AbortMultipartUpload,
+  ListParts: multipart.ListParts,
+};

@@ -1,0 +1,114 @@
+/**
+ * One S3 request, start to finish, on plain values (no Hono, no socket):
+ * authenticate → resolve bucket/key → detect the operation → identify the
+ * agent → run the handler → render any error as S3 XML. server.ts feeds it
+ * from the socket and writes what it returns.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { Credential, CredentialLookup } from '../auth/credentials.js';
+import { verifySigV4 } from '../auth/sigv4.js';
+import { resolveAgent } from '../guard/identity.js';
+import { Refusal } from '../guard/refusal.js';
+import type { EtagSuffixPolicy } from '../config.js';
+import { resolveTarget } from './addressing.js';
+import { payloadFactory, type RequestContext, type Services } from './context.js';
+import { detectOperation } from './detect.js';
+import { HANDLERS } from './dispatch.js';
+import { S3Error, isS3Error } from './errors.js';
+import type { Operation } from './operations.js';
+import { refusalError } from './refusal-error.js';
+import { errorResponse, type S3Response } from './respond.js';
+
+export interface RawRequest {
+  method: string;
+  /** Request target as received: path and query, still percent-encoded. */
+  url: string;
+  headers: Record<string, string>;
+  body: Readable;
+  /** Sends `100 Continue` if the client asked for it (and only once). */
+  sendContinue(): void;
+}
+
+export interface HandleOptions {
+  lookup: CredentialLookup;
+  anonymous: 'none' | 'read';
+  domain?: string;
+  agentHeader: string;
+  etagSuffix: EtagSuffixPolicy;
+}
+
+export interface Outcome {
+  response: S3Response;
+  requestId: string;
+  operation?: Operation;
+  bucket?: string;
+  key?: string;
+  agent?: string;
+  accessKey?: string;
+  error?: S3Error;
+  /** An unexpected failure, rendered as InternalError: the caller logs it. */
+  internal?: unknown;
+}
+
+/** Clients that take a dash-less ETag for an MD5 of the body (CLIENTS.md). */
+const MD5_ETAG_CLIENTS = /\bs3cmd\/|aws-sdk-java\/1\./i;
+
+const READ_ONLY: ReadonlySet<Operation> = new Set<Operation>(['GetObject', 'HeadObject', 'ListObjects', 'ListObjectsV2', 'HeadBucket', 'GetBucketLocation']);
+
+export function newRequestId(): string {
+  return randomBytes(8).toString('hex').toUpperCase();
+}
+
+export async function handleS3(req: RawRequest, services: Services, options: HandleOptions, requestId = newRequestId()): Promise<Outcome> {
+  const q = req.url.indexOf('?');
+  const rawPath = q < 0 ? req.url : req.url.slice(0, q);
+  const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
+  const outcome: Outcome = { requestId, response: { status: 500, headers: {} } };
+  let etagSuffix = options.etagSuffix === 'always';
+  try {
+    if (options.etagSuffix === 'auto') etagSuffix = MD5_ETAG_CLIENTS.test(req.headers['user-agent'] ?? '');
+    const auth = verifySigV4({ method: req.method, rawPath, rawQuery, headers: req.headers }, options.lookup);
+    const target = resolveTarget(rawPath, req.headers.host, options.domain);
+    outcome.bucket = target.bucket;
+    outcome.key = target.key;
+    const query = new URLSearchParams(rawQuery);
+    const operation = detectOperation(req.method, target.bucket, target.key, query, req.headers);
+    outcome.operation = operation;
+    if (!auth && !(options.anonymous === 'read' && READ_ONLY.has(operation))) {
+      throw new S3Error('AccessDenied', 'Anonymous access is not allowed: sign requests with a casket access key.');
+    }
+    const credential: Credential | undefined = auth?.credential;
+    const agent = resolveAgent(credential?.agent, req.headers[options.agentHeader]);
+    outcome.agent = agent;
+    outcome.accessKey = credential?.accessKeyId;
+    const ctx: RequestContext = {
+      requestId,
+      operation,
+      method: req.method,
+      bucket: target.bucket,
+      key: target.key,
+      query,
+      headers: req.headers,
+      auth,
+      accessKey: credential?.accessKeyId,
+      agent,
+      etagSuffix,
+      body: req.body,
+      payload: payloadFactory(req.body, auth, req.headers, req.sendContinue),
+    };
+    outcome.response = await HANDLERS[operation](ctx, services);
+  } catch (e) {
+    let err: S3Error;
+    if (e instanceof Refusal) err = refusalError(e, etagSuffix);
+    else if (isS3Error(e)) err = e;
+    else {
+      err = new S3Error('InternalError');
+      outcome.internal = e;
+    }
+    outcome.error = err;
+    outcome.response = errorResponse(err, requestId, rawPath, req.method);
+  }
+  outcome.response.headers['x-amz-request-id'] = requestId;
+  return outcome;
+}

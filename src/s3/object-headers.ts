@@ -1,0 +1,77 @@
+/**
+ * Object representation headers in and out: the standard ones S3 stores with
+ * an object (Content-Type, Content-Encoding, Content-Disposition,
+ * Content-Language, Cache-Control, Expires), user metadata (x-amz-meta-*,
+ * at most 2 KB as in S3), and the response-* query overrides of GetObject
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
+ */
+import type { ObjectHeaders, ObjectInfo } from '../backends/types.js';
+import { formatETag } from './etag.js';
+import { S3Error } from './errors.js';
+import { httpDate } from './respond.js';
+
+const STORED: Array<[keyof ObjectHeaders, string]> = [
+  ['contentType', 'content-type'],
+  ['contentEncoding', 'content-encoding'],
+  ['contentDisposition', 'content-disposition'],
+  ['contentLanguage', 'content-language'],
+  ['cacheControl', 'cache-control'],
+  ['expires', 'expires'],
+];
+
+/** S3's limit on user metadata: names and values, UTF-8 bytes. */
+const MAX_METADATA_BYTES = 2048;
+
+/** S3 answers this Content-Type for objects stored without one. */
+export const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
+
+export function objectHeadersFrom(headers: Record<string, string>): ObjectHeaders {
+  const out: ObjectHeaders = {};
+  for (const [field, name] of STORED) {
+    let value = headers[name];
+    if (value === undefined) continue;
+    // aws-chunked is a transfer detail of SigV4 streaming, not the object's encoding.
+    if (name === 'content-encoding') {
+      value = value.split(',').map((v) => v.trim()).filter((v) => v !== '' && v.toLowerCase() !== 'aws-chunked').join(', ');
+      if (value === '') continue;
+    }
+    out[field] = value;
+  }
+  return out;
+}
+
+export function metadataFrom(headers: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  let bytes = 0;
+  for (const [name, value] of Object.entries(headers)) {
+    if (!name.startsWith('x-amz-meta-')) continue;
+    const short = name.slice('x-amz-meta-'.length);
+    out[short] = value;
+    bytes += Buffer.byteLength(short) + Buffer.byteLength(value);
+  }
+  if (bytes > MAX_METADATA_BYTES) throw new S3Error('MetadataTooLarge');
+  return out;
+}
+
+/** Headers GetObject and HeadObject answer for a version. */
+export function objectResponseHeaders(info: ObjectInfo, etagSuffix: boolean, query?: URLSearchParams): Record<string, string> {
+  const h: Record<string, string> = {
+    etag: formatETag(info.etag, etagSuffix),
+    'last-modified': httpDate(info.lastModified),
+    'accept-ranges': 'bytes',
+    'content-type': info.headers.contentType ?? DEFAULT_CONTENT_TYPE,
+  };
+  for (const [field, name] of STORED) {
+    const value = info.headers[field];
+    if (value !== undefined && name !== 'content-type') h[name] = value;
+  }
+  for (const [name, value] of Object.entries(info.metadata)) h[`x-amz-meta-${name}`] = value;
+  if (info.writer) h['x-casket-writer'] = info.writer;
+  if (query) {
+    for (const [, name] of STORED) {
+      const override = query.get(`response-${name}`);
+      if (override !== null) h[name] = override;
+    }
+  }
+  return h;
+}

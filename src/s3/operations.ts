@@ -1,0 +1,49 @@
+/**
+ * The closed set of S3 operations casket answers, named as in the S3 API
+ * reference (https://docs.aws.amazon.com/AmazonS3/latest/API/API_Operations_Amazon_Simple_Storage_Service.html).
+ * dispatch.ts maps every one to a handler in a Record, so the compiler fails
+ * when one is missing. Anything else is refused with 501 NotImplemented.
+ */
+
+export const OPERATIONS = [
+  'ListBuckets',
+  'CreateBucket',
+  'HeadBucket',
+  'DeleteBucket',
+  'GetBucketLocation',
+  'GetBucketAcl',
+  'PutBucketAcl',
+  'GetBucketVersioning',
+  'GetBucketPolicy',
+  'GetBucketCors',
+  'GetBucketLifecycleConfiguration',
+  'GetBucketTagging',
+  'ListObjects',
+  'ListObjectsV2',
+  'ListMultipartUploads',
+  'DeleteObjects',
+  'GetObject',
+  'HeadObject',
+  'PutObject',
+  'CopyObject',
+  'DeleteObject',
+  'GetObjectAcl',
+  'PutObjectAcl',
+  'CreateMultipartUpload',
+  'UploadPart',
+  'UploadPartCopy',
+  'CompleteMultipartUpload',
+  'AbortMultipartUpload',
+  'ListParts',
+] as const;
+
+export type Operation = (typeof OPERATIONS)[number];
+
+/** Operations that change object content: these pass the guard (DESIGN §3–4). */
+export const WRITE_OPERATIONS: ReadonlySet<Operation> = new Set<Operation>([
+  'PutObject',
+  'CopyObject',
+  'DeleteObject',
+  'DeleteObjects',
+  'CompleteMultipartUpload',
+]);

@@ -1,0 +1,77 @@
+/**
+ * The side calls clients make that must not break them (CLIENTS.md: s3cmd
+ * `info` reads ?policy, ?cors, ?acl; `cp` reads and writes ?acl). casket
+ * buckets and objects are private, unversioned, with no policy, CORS,
+ * lifecycle or tags: the reads answer that in S3's own words, and a write that
+ * asks for anything but private is refused with 501 rather than ignored.
+ */
+import { S3Error } from '../errors.js';
+import type { Handler, RequestContext, Services } from '../context.js';
+import { hasBody, requireBucket, requireKey } from '../context.js';
+import { emptyResponse, xmlResponse } from '../respond.js';
+import { readXmlBody } from '../xml.js';
+import { OWNER } from './buckets.js';
+
+const PRIVATE_ACL = {
+  Owner: OWNER,
+  AccessControlList: {
+    Grant: [{ Grantee: { '@_xmlns:xsi': 'http://www.w3.org/2001/XMLSchema-instance', '@_xsi:type': 'CanonicalUser', ...OWNER }, Permission: 'FULL_CONTROL' }],
+  },
+};
+
+async function requireObject(ctx: RequestContext, { backend }: Services): Promise<void> {
+  const { bucket, key } = requireKey(ctx);
+  if (!(await backend.headObject(bucket, key))) throw new S3Error('NoSuchKey', { fields: { Key: key } });
+}
+
+/** Accepts a PutBucketAcl / PutObjectAcl only when it asks for what casket is: private. */
+async function acceptPrivateAcl(ctx: RequestContext): Promise<void> {
+  const canned = ctx.headers['x-amz-acl'];
+  if (canned !== undefined && canned !== 'private') throw new S3Error('NotImplemented', `casket keeps buckets and objects private; the canned ACL "${canned}" is not supported.`);
+  if (Object.keys(ctx.headers).some((h) => h.startsWith('x-amz-grant-'))) throw new S3Error('NotImplemented', 'casket keeps buckets and objects private; grants are not supported.');
+  if (!hasBody(ctx)) return;
+  const xml = JSON.stringify(await readXmlBody(ctx.payload().stream));
+  // A grant to a group (AllUsers, AuthenticatedUsers) would make data public.
+  if (xml.includes('acs.amazonaws.com/groups')) throw new S3Error('NotImplemented', 'casket keeps buckets and objects private; group grants are not supported.');
+}
+
+export const GetBucketAcl: Handler = async (ctx, { backend }) => {
+  await backend.headBucket(requireBucket(ctx));
+  return xmlResponse('AccessControlPolicy', PRIVATE_ACL);
+};
+
+export const PutBucketAcl: Handler = async (ctx, { backend }) => {
+  await backend.headBucket(requireBucket(ctx));
+  await acceptPrivateAcl(ctx);
+  return emptyResponse(200);
+};
+
+export const GetObjectAcl: Handler = async (ctx, services) => {
+  await requireObject(ctx, services);
+  return xmlResponse('AccessControlPolicy', PRIVATE_ACL);
+};
+
+export const PutObjectAcl: Handler = async (ctx, services) => {
+  await requireObject(ctx, services);
+  await acceptPrivateAcl(ctx);
+  return emptyResponse(200);
+};
+
+export const GetBucketVersioning: Handler = async (ctx, { backend }) => {
+  await backend.headBucket(requireBucket(ctx));
+  // An unversioned bucket: no Status element (API_GetBucketVersioning).
+  return xmlResponse('VersioningConfiguration', {});
+};
+
+function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchCORSConfiguration' | 'NoSuchLifecycleConfiguration' | 'NoSuchTagSet'): Handler {
+  return async (ctx, { backend }) => {
+    const bucket = requireBucket(ctx);
+    await backend.headBucket(bucket);
+    throw new S3Error(code, { fields: { BucketName: bucket } });
+  };
+}
+
+export const GetBucketPolicy = noSuch('NoSuchBucketPolicy');
+export const GetBucketCors = noSuch('NoSuchCORSConfiguration');
+export const GetBucketLifecycleConfiguration = noSuch('NoSuchLifecycleConfiguration');
+export const GetBucketTagging = noSuch('NoSuchTagSet');

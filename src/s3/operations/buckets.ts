@@ -1,0 +1,46 @@
+/**
+ * Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
+ * GetBucketLocation (https://docs.aws.amazon.com/AmazonS3/latest/API/).
+ * casket is single-tenant: every credential sees every bucket, so
+ * CreateBucket of an existing bucket answers 200 as S3 does in us-east-1 for
+ * its owner (rclone creates the bucket before every upload — CLIENTS.md).
+ */
+import type { Handler } from '../context.js';
+import { hasBody, requireBucket } from '../context.js';
+import { emptyResponse, xmlDate, xmlResponse } from '../respond.js';
+import { readXmlBody } from '../xml.js';
+
+export const OWNER = { ID: 'casket', DisplayName: 'casket' };
+
+export const ListBuckets: Handler = async (_ctx, { backend }) => {
+  const buckets = await backend.listBuckets();
+  return xmlResponse('ListAllMyBucketsResult', {
+    Owner: OWNER,
+    Buckets: { Bucket: buckets.map((b) => ({ Name: b.name, CreationDate: xmlDate(b.creationDate) })) },
+  });
+};
+
+export const CreateBucket: Handler = async (ctx, { backend }) => {
+  const bucket = requireBucket(ctx);
+  // The optional CreateBucketConfiguration names a region; casket has one.
+  // The body is still read through the payload so its signature is checked.
+  if (hasBody(ctx)) await readXmlBody(ctx.payload().stream);
+  await backend.createBucket(bucket);
+  return emptyResponse(200, { location: `/${bucket}` });
+};
+
+export const HeadBucket: Handler = async (ctx, { backend, region }) => {
+  await backend.headBucket(requireBucket(ctx));
+  return emptyResponse(200, { 'x-amz-bucket-region': region });
+};
+
+export const DeleteBucket: Handler = async (ctx, { backend }) => {
+  await backend.deleteBucket(requireBucket(ctx));
+  return emptyResponse(204);
+};
+
+export const GetBucketLocation: Handler = async (ctx, { backend, region }) => {
+  await backend.headBucket(requireBucket(ctx));
+  // us-east-1 is reported as an empty LocationConstraint, as S3 does.
+  return xmlResponse('LocationConstraint', { '#text': region === 'us-east-1' ? '' : region });
+};

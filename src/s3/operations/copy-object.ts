@@ -1,0 +1,42 @@
+/**
+ * CopyObject (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html):
+ * x-amz-metadata-directive COPY (default) or REPLACE, x-amz-copy-source-if-*
+ * on the source, If-Match / If-None-Match and the agent rules on the
+ * destination. The copy is a guarded write of the source's bytes, so the
+ * destination ETag is the SHA-256 of its content like any other object.
+ */
+import { S3Error } from '../errors.js';
+import { formatETag } from '../etag.js';
+import type { Handler } from '../context.js';
+import { requireKey } from '../context.js';
+import { copyPayload, openCopySource } from '../copy-source.js';
+import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
+import { xmlDate, xmlResponse } from '../respond.js';
+import { guardedWrite, writeConditionsFrom } from '../write.js';
+
+export const CopyObject: Handler = async (ctx, services) => {
+  const { bucket, key } = requireKey(ctx);
+  const source = await openCopySource(services.backend, ctx.headers);
+  const directive = (ctx.headers['x-amz-metadata-directive'] ?? 'COPY').toUpperCase();
+  if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', { message: 'Unknown metadata directive.', fields: { ArgumentName: 'x-amz-metadata-directive', ArgumentValue: directive } });
+  if (directive === 'COPY' && source.bucket === bucket && source.key === key) {
+    throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
+  }
+  const src = source.reader.info;
+  const headers = directive === 'REPLACE' ? objectHeadersFrom(ctx.headers) : src.headers;
+  const metadata = directive === 'REPLACE' ? metadataFrom(ctx.headers) : src.metadata;
+  const info = await guardedWrite({
+    ctx,
+    services,
+    bucket,
+    key,
+    operation: 'CopyObject',
+    conditions: writeConditionsFrom(ctx.headers),
+    // A single-part source's ETag is the SHA-256 of what the destination will hold.
+    ...(!src.etag.includes('-') && { declaredSha256: src.etag }),
+    bodyComing: true,
+    commit: (permit) => services.backend.putObject(bucket, key, copyPayload(source, undefined), { ...permit, headers, metadata, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    written: (info) => info,
+  });
+  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix) });
+};

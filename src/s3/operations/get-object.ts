@@ -1,0 +1,73 @@
+/**
+ * GetObject and HeadObject (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html):
+ * conditional reads (304/412), one Range (206, 416), ?partNumber= of a
+ * multipart object, response-* overrides, ?versionId=null (casket buckets are
+ * unversioned: "null" is the only version). A GET by an agent records a read
+ * stamp once the response is over: full only if every byte was delivered and
+ * the bytes delivered so far cover the version (DESIGN §4). HEAD reads nothing.
+ */
+import type { ByteRange, ObjectInfo } from '../../backends/types.js';
+import { S3Error } from '../errors.js';
+import type { Handler, RequestContext } from '../context.js';
+import { requireKey } from '../context.js';
+import { objectResponseHeaders } from '../object-headers.js';
+import { parseRange } from '../range.js';
+import { checkReadConditions } from '../read-conditions.js';
+import type { S3Response } from '../respond.js';
+
+function checkVersion(ctx: RequestContext): void {
+  const versionId = ctx.query.get('versionId');
+  if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: ctx.key, VersionId: versionId } });
+}
+
+interface Selection {
+  range?: ByteRange;
+  partsCount?: number;
+}
+
+/** The bytes a GET/HEAD asks for: a Range, a part, or everything. */
+function select(ctx: RequestContext, info: ObjectInfo): Selection {
+  const partNumber = ctx.query.get('partNumber');
+  if (partNumber === null) return { range: parseRange(ctx.headers.range, info.size) };
+  if (ctx.headers.range !== undefined) throw new S3Error('InvalidRequest', 'Cannot specify both Range header and partNumber query parameter');
+  const n = Number(partNumber);
+  if (!/^\d+$/.test(partNumber) || n < 1 || n > 10000) throw new S3Error('InvalidArgument', { message: 'Part number must be an integer between 1 and 10000, inclusive', fields: { ArgumentName: 'partNumber', ArgumentValue: partNumber } });
+  const sizes = info.partSizes ?? [info.size];
+  if (n > sizes.length) throw new S3Error('InvalidPartNumber');
+  if (!info.partSizes) return {};
+  const start = sizes.slice(0, n - 1).reduce((a, b) => a + b, 0);
+  return { range: { start, end: start + sizes[n - 1]! - 1 }, partsCount: sizes.length };
+}
+
+function headers(ctx: RequestContext, info: ObjectInfo, sel: Selection): { status: number; headers: Record<string, string> } {
+  const h = objectResponseHeaders(info, ctx.etagSuffix, ctx.query);
+  if (sel.partsCount !== undefined) h['x-amz-mp-parts-count'] = String(sel.partsCount);
+  if (!sel.range) return { status: 200, headers: { ...h, 'content-length': String(info.size) } };
+  const { start, end } = sel.range;
+  return { status: 206, headers: { ...h, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${info.size}` } };
+}
+
+export const GetObject: Handler = async (ctx, { backend, guard }) => {
+  const { bucket, key } = requireKey(ctx);
+  checkVersion(ctx);
+  const reader = await backend.getObject(bucket, key);
+  if (!reader) throw new S3Error('NoSuchKey', { fields: { Key: key } });
+  const { info } = reader;
+  checkReadConditions(info, ctx.headers, ctx.etagSuffix);
+  const sel = select(ctx, info);
+  const start = sel.range?.start ?? 0;
+  const end = sel.range ? sel.range.end + 1 : info.size;
+  const response: S3Response = { ...headers(ctx, info, sel), body: reader.open(sel.range) };
+  const agent = ctx.agent;
+  if (agent) response.onFinish = (complete) => void guard.recordRead(agent, info, start, end, complete).catch(() => {});
+  return response;
+};
+
+export const HeadObject: Handler = async (ctx, { backend }) => {
+  const { bucket, key } = requireKey(ctx);
+  checkVersion(ctx);
+  const info = await backend.headObject(bucket, key);
+  if (!info) throw new S3Error('NoSuchKey');
+  checkReadConditions(info, ctx.headers, ctx.etagSuffix);
+  return headers(ctx, info, select(ctx, info));
+};

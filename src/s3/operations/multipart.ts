@@ -1,0 +1,149 @@
+/**
+ * Multipart upload (https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html):
+ * CreateMultipartUpload, UploadPart, UploadPartCopy, CompleteMultipartUpload,
+ * AbortMultipartUpload, ListParts, ListMultipartUploads. Part ETags are the
+ * MD5 of the part, as in S3 (s3cmd and rclone check them); the object ETag is
+ * casket's `<sha256 of part digests>-<N>`. CompleteMultipartUpload is the
+ * guarded write: If-Match / If-None-Match and the agent rules apply to it.
+ */
+import { S3Error } from '../errors.js';
+import { formatETag, unquoteETag } from '../etag.js';
+import type { Handler, RequestContext } from '../context.js';
+import { requireBucket, requireKey } from '../context.js';
+import { copyPayload, openCopySource, parseCopySourceRange } from '../copy-source.js';
+import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
+import { emptyResponse, xmlDate, xmlResponse } from '../respond.js';
+import { guardedWrite, writeConditionsFrom } from '../write.js';
+import { readXmlBody } from '../xml.js';
+import { OWNER } from './buckets.js';
+import { parseMaxKeys } from './list-objects.js';
+import { requireLength } from './put-object.js';
+import type { CompletedPart } from '../../backends/types.js';
+
+function uploadId(ctx: RequestContext): string {
+  const id = ctx.query.get('uploadId');
+  if (!id) throw new S3Error('NoSuchUpload');
+  return id;
+}
+
+function partNumber(ctx: RequestContext): number {
+  const raw = ctx.query.get('partNumber') ?? '';
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < 1 || n > 10000) throw new S3Error('InvalidArgument', { message: 'Part number must be an integer between 1 and 10000, inclusive', fields: { ArgumentName: 'partNumber', ArgumentValue: raw } });
+  return n;
+}
+
+/** The upload must exist before a part's body is accepted (and 100-continue sent). */
+async function requireUpload(ctx: RequestContext, backend: Parameters<Handler>[1]['backend']): Promise<{ bucket: string; key: string; id: string }> {
+  const { bucket, key } = requireKey(ctx);
+  const id = uploadId(ctx);
+  await backend.listParts(bucket, key, id, { partNumberMarker: 0, maxParts: 0 });
+  return { bucket, key, id };
+}
+
+export const CreateMultipartUpload: Handler = async (ctx, { backend }) => {
+  const { bucket, key } = requireKey(ctx);
+  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers), metadataFrom(ctx.headers));
+  return xmlResponse('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload.uploadId });
+};
+
+export const UploadPart: Handler = async (ctx, { backend }) => {
+  requireLength(ctx);
+  const n = partNumber(ctx);
+  const { bucket, key, id } = await requireUpload(ctx, backend);
+  const part = await backend.uploadPart(bucket, key, id, n, ctx.payload({ md5: true }));
+  return emptyResponse(200, { etag: `"${part.etag}"` });
+};
+
+export const UploadPartCopy: Handler = async (ctx, { backend }) => {
+  const n = partNumber(ctx);
+  const { bucket, key, id } = await requireUpload(ctx, backend);
+  const source = await openCopySource(backend, ctx.headers);
+  const range = parseCopySourceRange(ctx.headers['x-amz-copy-source-range'], source.reader.info.size);
+  const part = await backend.uploadPart(bucket, key, id, n, copyPayload(source, range, true));
+  return xmlResponse('CopyPartResult', { LastModified: xmlDate(part.lastModified), ETag: `"${part.etag}"` });
+};
+
+function parseParts(doc: Record<string, unknown>): CompletedPart[] {
+  const root = doc.CompleteMultipartUpload as { Part?: Array<{ PartNumber?: unknown; ETag?: unknown }> } | undefined;
+  if (!root || typeof root !== 'object' || !root.Part || root.Part.length === 0) throw new S3Error('MalformedXML');
+  return root.Part.map((p) => {
+    const n = Number(p.PartNumber);
+    if (typeof p.PartNumber !== 'string' || !Number.isInteger(n) || typeof p.ETag !== 'string') throw new S3Error('MalformedXML');
+    return { partNumber: n, etag: unquoteETag(p.ETag) };
+  });
+}
+
+export const CompleteMultipartUpload: Handler = async (ctx, services) => {
+  const { bucket, key } = requireKey(ctx);
+  const id = uploadId(ctx);
+  const parts = parseParts(await readXmlBody(ctx.payload().stream));
+  const info = await guardedWrite({
+    ctx,
+    services,
+    bucket,
+    key,
+    operation: 'CompleteMultipartUpload',
+    conditions: writeConditionsFrom(ctx.headers),
+    bodyComing: false,
+    commit: (permit) => services.backend.completeMultipartUpload(bucket, key, id, parts, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    written: (info) => info,
+  });
+  return xmlResponse('CompleteMultipartUploadResult', {
+    Location: `/${encodeURIComponent(bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`,
+    Bucket: bucket,
+    Key: key,
+    ETag: formatETag(info.etag, ctx.etagSuffix),
+  });
+};
+
+export const AbortMultipartUpload: Handler = async (ctx, { backend }) => {
+  const { bucket, key } = requireKey(ctx);
+  await backend.abortMultipartUpload(bucket, key, uploadId(ctx));
+  return emptyResponse(204);
+};
+
+export const ListParts: Handler = async (ctx, { backend }) => {
+  const { bucket, key } = requireKey(ctx);
+  const id = uploadId(ctx);
+  const marker = Number(ctx.query.get('part-number-marker') ?? '0');
+  if (!Number.isInteger(marker) || marker < 0) throw new S3Error('InvalidArgument', { message: 'part-number-marker must be a non-negative integer', fields: { ArgumentName: 'part-number-marker' } });
+  const maxParts = parseMaxKeys(ctx.query.get('max-parts'), 'max-parts');
+  const result = await backend.listParts(bucket, key, id, { partNumberMarker: marker, maxParts });
+  return xmlResponse('ListPartsResult', {
+    Bucket: bucket,
+    Key: key,
+    UploadId: id,
+    Initiator: OWNER,
+    Owner: OWNER,
+    StorageClass: 'STANDARD',
+    PartNumberMarker: marker,
+    NextPartNumberMarker: result.nextPartNumberMarker,
+    MaxParts: maxParts,
+    IsTruncated: result.isTruncated,
+    Part: result.parts.map((p) => ({ PartNumber: p.partNumber, LastModified: xmlDate(p.lastModified), ETag: `"${p.etag}"`, Size: p.size })),
+  });
+};
+
+export const ListMultipartUploads: Handler = async (ctx, { backend }) => {
+  const bucket = requireBucket(ctx);
+  const maxUploads = parseMaxKeys(ctx.query.get('max-uploads'), 'max-uploads');
+  const prefix = ctx.query.get('prefix') ?? '';
+  const delimiter = ctx.query.get('delimiter') || undefined;
+  const keyMarker = ctx.query.get('key-marker') || undefined;
+  const uploadIdMarker = ctx.query.get('upload-id-marker') || undefined;
+  const result = await backend.listMultipartUploads(bucket, { prefix, delimiter, keyMarker, uploadIdMarker, maxUploads });
+  return xmlResponse('ListMultipartUploadsResult', {
+    Bucket: bucket,
+    KeyMarker: keyMarker ?? '',
+    UploadIdMarker: uploadIdMarker ?? '',
+    NextKeyMarker: result.nextKeyMarker,
+    NextUploadIdMarker: result.nextUploadIdMarker,
+    Prefix: prefix,
+    Delimiter: delimiter,
+    MaxUploads: maxUploads,
+    IsTruncated: result.isTruncated,
+    Upload: result.uploads.map((u) => ({ Key: u.key, UploadId: u.uploadId, Initiator: OWNER, Owner: OWNER, StorageClass: 'STANDARD', Initiated: xmlDate(u.initiated) })),
+    CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: p })),
+  });
+};

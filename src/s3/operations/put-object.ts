@@ -1,0 +1,54 @@
+/**
+ * PutObject (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html)
+ * with S3 conditional writes (If-Match, If-None-Match: *) and casket's agent
+ * rules, through s3/write.ts. The SHA-256 of the body is known before the
+ * body when the client signed it (x-amz-content-sha256) or declared it
+ * (x-amz-checksum-sha256): then a retried write of the current content is
+ * recognised before a byte is sent.
+ */
+import { S3Error } from '../errors.js';
+import { formatETag } from '../etag.js';
+import type { Handler, RequestContext } from '../context.js';
+import { requireKey } from '../context.js';
+import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
+import { emptyResponse } from '../respond.js';
+import { guardedWrite, writeConditionsFrom } from '../write.js';
+
+export function declaredSha256(ctx: RequestContext): string | undefined {
+  if (ctx.auth?.declaredSha256) return ctx.auth.declaredSha256;
+  const b64 = ctx.headers['x-amz-checksum-sha256'];
+  if (b64 === undefined) return undefined;
+  const digest = Buffer.from(b64, 'base64');
+  return digest.length === 32 ? digest.toString('hex') : undefined;
+}
+
+export function expectsContinue(ctx: RequestContext): boolean {
+  return ctx.headers.expect?.toLowerCase() === '100-continue';
+}
+
+export function requireLength(ctx: RequestContext): void {
+  if (ctx.headers['content-length'] === undefined && ctx.headers['x-amz-decoded-content-length'] === undefined) {
+    throw new S3Error('MissingContentLength');
+  }
+}
+
+export const PutObject: Handler = async (ctx, services) => {
+  const { bucket, key } = requireKey(ctx);
+  requireLength(ctx);
+  const headers = objectHeadersFrom(ctx.headers);
+  const metadata = metadataFrom(ctx.headers);
+  const declared = declaredSha256(ctx);
+  const info = await guardedWrite({
+    ctx,
+    services,
+    bucket,
+    key,
+    operation: 'PutObject',
+    conditions: writeConditionsFrom(ctx.headers),
+    ...(declared !== undefined && { declaredSha256: declared }),
+    bodyComing: !expectsContinue(ctx),
+    commit: (permit) => services.backend.putObject(bucket, key, ctx.payload(), { ...permit, headers, metadata, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    written: (info) => info,
+  });
+  return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix) });
+};

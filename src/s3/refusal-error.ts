@@ -1,0 +1,71 @@
+/**
+ * Renders a guard Refusal as the S3 error a client understands: 412
+ * PreconditionFailed, 428 PreconditionRequired, 404 NoSuchKey or 501
+ * NotImplemented — and, beyond S3, the current state of the object so an agent
+ * can re-read and retry (DESIGN §3): `ETag` and `Last-Modified` headers,
+ * `x-casket-reason`, `x-casket-writer`, and the same as XML elements.
+ */
+import type { Refusal, RefusalReason } from '../guard/refusal.js';
+import { formatETag } from './etag.js';
+import { S3Error, type S3ErrorCode } from './errors.js';
+import { httpDate } from './respond.js';
+
+const CODES: Record<RefusalReason, S3ErrorCode> = {
+  'precondition-failed': 'PreconditionFailed',
+  'no-such-key': 'NoSuchKey',
+  'not-implemented': 'NotImplemented',
+  'precondition-required': 'PreconditionRequired',
+  'partial-read': 'PreconditionFailed',
+  'stale-read': 'PreconditionFailed',
+  'not-read': 'PreconditionFailed',
+};
+
+function advice(r: Refusal, etag: (e: string) => string): string {
+  const where = `s3://${r.bucket}/${r.key}`;
+  const current = r.current ? etag(r.current.etag) : undefined;
+  const retry = current ? `, then retry with If-Match: ${current}` : ', then retry';
+  const by = r.current?.writer ? ` (written by agent "${r.current.writer}")` : '';
+  switch (r.reason) {
+    case 'precondition-failed':
+      return current
+        ? `${where} has changed: its current version is ${current}${by}. Read it again${retry}.`
+        : `${where} does not exist any more. Retry with If-None-Match: * to create it.`;
+    case 'no-such-key':
+      return `${where} does not exist. Use If-None-Match: * to create it.`;
+    case 'not-implemented':
+      return 'If-None-Match on a write accepts only "*".';
+    case 'precondition-required':
+      return current
+        ? `Agents must write conditionally. Read ${where} (current version ${current}${by})${retry}.`
+        : `Agents must write conditionally. ${where} does not exist: retry with If-None-Match: * to create it.`;
+    case 'partial-read':
+      return `You read only part of ${where} (version ${current}). Read the whole object${retry}.`;
+    case 'stale-read':
+      return `You last read ${where} as version ${r.lastSeenETag ? etag(r.lastSeenETag) : 'unknown'}, but it is now ${current ?? 'deleted'}${by}. Read ${where} again${retry}.`;
+    case 'not-read':
+      return `You have not read ${where}, which exists (version ${current}${by}). Read it first${retry}.`;
+  }
+}
+
+export function refusalError(r: Refusal, etagSuffix: boolean): S3Error {
+  const etag = (e: string) => formatETag(e, etagSuffix);
+  const headers: Record<string, string> = { 'x-casket-reason': r.reason };
+  const fields: Record<string, string | undefined> = {};
+  if (r.reason === 'precondition-failed' || r.reason === 'partial-read' || r.reason === 'stale-read' || r.reason === 'not-read') {
+    fields.Condition = 'If-Match';
+  }
+  fields.Reason = r.reason;
+  if (r.current) {
+    headers.etag = etag(r.current.etag);
+    headers['last-modified'] = httpDate(r.current.lastModified);
+    fields.CurrentETag = etag(r.current.etag);
+    fields.LastModified = r.current.lastModified.toISOString();
+    if (r.current.writer) {
+      headers['x-casket-writer'] = r.current.writer;
+      fields.LastWriter = r.current.writer;
+    }
+  }
+  if (r.lastSeenETag) fields.LastReadETag = etag(r.lastSeenETag);
+  if (r.reason === 'no-such-key') fields.Key = r.key;
+  return new S3Error(CODES[r.reason], { message: advice(r, etag), fields, headers });
+}

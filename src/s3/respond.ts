@@ -1,0 +1,53 @@
+/**
+ * What a handler answers, independent of Hono: status, headers and a body that
+ * may be a stream. server.ts writes it to the socket with backpressure. Also
+ * the one place that renders S3 error XML
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html).
+ */
+import type { Readable } from 'node:stream';
+import type { S3Error } from './errors.js';
+import { toXml, type XmlObject } from './xml.js';
+
+export interface S3Response {
+  status: number;
+  headers: Record<string, string>;
+  body?: string | Buffer | Readable;
+  /**
+   * Called once when the exchange is over; `complete` is true only when every
+   * byte of the body was handed to the client's connection (a read stamp is
+   * full only then — DESIGN §4).
+   */
+  onFinish?: (complete: boolean) => void;
+}
+
+/** RFC 9110 §5.6.7 IMF-fixdate, as S3 sends Last-Modified. */
+export function httpDate(date: Date): string {
+  return date.toUTCString();
+}
+
+/** ISO 8601 with milliseconds, as S3 XML carries dates. */
+export function xmlDate(date: Date): string {
+  return date.toISOString();
+}
+
+export function xmlResponse(rootName: string, body: XmlObject, status = 200, headers: Record<string, string> = {}): S3Response {
+  return { status, headers: { 'content-type': 'application/xml', ...headers }, body: toXml(rootName, body) };
+}
+
+export function emptyResponse(status = 200, headers: Record<string, string> = {}): S3Response {
+  return { status, headers };
+}
+
+export function errorResponse(err: S3Error, requestId: string, resource: string, method: string): S3Response {
+  const headers: Record<string, string> = { ...err.headers };
+  // HEAD responses and 304 carry no body (RFC 9110 §9.3.2, §15.4.5).
+  if (method === 'HEAD' || err.status === 304) {
+    if (err.status !== 304) headers['x-amz-error-code'] = err.code;
+    return { status: err.status, headers };
+  }
+  const body: XmlObject = { Code: err.code, Message: err.message };
+  for (const [name, value] of Object.entries(err.fields)) if (value !== undefined) body[name] = value;
+  body.Resource = resource;
+  body.RequestId = requestId;
+  return { status: err.status, headers: { ...headers, 'content-type': 'application/xml' }, body: toXml('Error', body, false) };
+}

@@ -1,0 +1,238 @@
+/**
+ * Builds casket from its parts and serves it: state store → backend → guard →
+ * Hono app → Node HTTP(S) server. The only module that knows Hono and the
+ * socket: it turns a Node request into the plain values s3/handle.ts works on,
+ * and writes the S3Response back with backpressure.
+ *
+ * `Expect: 100-continue` (boto3 and awscli send it on every PUT): Node answers
+ * it automatically unless a 'checkContinue' listener exists, so casket
+ * registers one and sends 100 only when a handler asks for the body — after
+ * auth and preconditions passed (DESIGN §1).
+ */
+import { createAdaptorServer } from '@hono/node-server';
+import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
+import { Hono } from 'hono';
+import { readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { Readable, pipeline } from 'node:stream';
+import type { Credential } from './auth/credentials.js';
+import { openFsBackend } from './backends/fs/index.js';
+import type { Backend } from './backends/types.js';
+import type { Config } from './config.js';
+import { Guard } from './guard/guard.js';
+import { createLogger, type Logger } from './log.js';
+import { Metrics } from './metrics.js';
+import type { Services } from './s3/context.js';
+import { handleS3, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
+import type { S3Response } from './s3/respond.js';
+import { MemoryStateStore } from './state/memory.js';
+import { SqliteStateStore } from './state/sqlite.js';
+import type { StateStore } from './state/types.js';
+
+export interface Casket {
+  /** e.g. http://127.0.0.1:9000 */
+  url: string;
+  port: number;
+  app: Hono<{ Bindings: NodeBindings }>;
+  services: Services;
+  metrics: Metrics;
+  close(): Promise<void>;
+}
+
+type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse };
+
+/** Lowercased names; a repeated header's values joined with ',' as SigV4 canonicalises them. */
+function headersFrom(rawHeaders: string[]): Record<string, string> {
+  const h: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    const value = rawHeaders[i + 1]!;
+    h[name] = h[name] === undefined ? value : `${h[name]},${value}`;
+  }
+  return h;
+}
+
+function requestHasBody(headers: Record<string, string>): boolean {
+  return (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined;
+}
+
+function writeToNode(res: S3Response, incoming: IncomingMessage, outgoing: ServerResponse, headers: Record<string, string>, done: (bytes: number, complete: boolean) => void): void {
+  const body = res.body;
+  const finish = (complete: boolean) => {
+    res.onFinish?.(complete);
+    done(Number(res.headers['content-length'] ?? 0), complete);
+  };
+  if (outgoing.destroyed || outgoing.headersSent) {
+    if (body instanceof Readable) body.destroy();
+    finish(false);
+    return;
+  }
+  // A body the client is still sending (or, after Expect: 100-continue, never
+  // will send) would be read as the next request: close instead (RFC 9112 §9.6).
+  if (requestHasBody(headers) && !incoming.complete) res.headers.connection = 'close';
+  if (typeof body === 'string' || Buffer.isBuffer(body)) res.headers['content-length'] ??= String(Buffer.byteLength(body));
+  try {
+    outgoing.writeHead(res.status, res.headers);
+  } catch {
+    // A header value that cannot go on the wire (e.g. a response-* override with a control character).
+    if (body instanceof Readable) body.destroy();
+    outgoing.writeHead(400, { 'content-type': 'text/plain', connection: 'close' });
+    outgoing.end('InvalidArgument: a response header value is not valid');
+    finish(false);
+    return;
+  }
+  if (body instanceof Readable) {
+    pipeline(body, outgoing, (err) => finish(!err));
+  } else {
+    outgoing.end(body);
+    outgoing.once('close', () => finish(outgoing.writableFinished));
+  }
+}
+
+async function webResponse(res: S3Response): Promise<Response> {
+  const body = res.body instanceof Readable ? (Readable.toWeb(res.body) as ReadableStream) : (res.body ?? null);
+  res.onFinish?.(true);
+  return new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, headers: res.headers });
+}
+
+function createState(config: Config): StateStore {
+  const limits = { ttlMs: config.stateTtlSeconds * 1000, maxEntries: config.stateMaxEntries };
+  switch (config.state) {
+    case 'memory':
+      return new MemoryStateStore(limits);
+    case 'sqlite':
+      return new SqliteStateStore(join(config.dataDir, 'state.db'), limits);
+    case 'redis':
+      throw new Error('--state redis is not available in this build');
+  }
+}
+
+function createBackend(config: Config): Backend {
+  if (config.upstream) throw new Error('--upstream is not available in this build');
+  return openFsBackend({ dataDir: join(config.dataDir, 'store'), fsync: config.fsync, minPartSize: config.minPartSize });
+}
+
+export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel)): Promise<Casket> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const metrics = new Metrics();
+  const state = createState(config);
+  const backend = createBackend(config);
+  const guard = new Guard(state, {
+    mode: config.guard,
+    agentWrites: config.agentWrites,
+    onRefusal: (reason, enforced, context) => {
+      metrics.refusals.inc({ reason, enforced: String(enforced) });
+      log.info({ ...context, reason, enforced }, enforced ? 'write refused' : 'write would be refused (observe mode)');
+    },
+  });
+  const services: Services = { backend, guard, state, region: config.region };
+  const byKey = new Map(credentials.map((c) => [c.accessKeyId, c]));
+  const options: HandleOptions = {
+    lookup: (id) => byKey.get(id),
+    anonymous: config.anonymous,
+    ...(config.domain !== undefined && { domain: config.domain }),
+    agentHeader: config.agentHeader,
+    etagSuffix: config.etagSuffix,
+  };
+
+  const record = (outcome: Outcome, started: bigint, complete: boolean, bytesOut: number, bytesIn: number) => {
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const operation = outcome.operation ?? 'Unknown';
+    metrics.requests.inc({ operation, status: String(outcome.response.status) });
+    metrics.duration.observe({ operation }, seconds);
+    if (complete) metrics.bytesSent.inc(bytesOut);
+    metrics.bytesReceived.inc(bytesIn);
+    const line = {
+      requestId: outcome.requestId,
+      operation,
+      bucket: outcome.bucket,
+      key: outcome.key,
+      agent: outcome.agent,
+      accessKey: outcome.accessKey,
+      status: outcome.response.status,
+      ...(outcome.error && { error: outcome.error.code, reason: outcome.error.headers['x-casket-reason'] }),
+      ms: Math.round(seconds * 1000 * 10) / 10,
+      ...(!complete && { aborted: true }),
+    };
+    if (outcome.internal) log.error({ ...line, err: outcome.internal }, 'request failed');
+    else log.info(line, 'request');
+  };
+
+  const app = new Hono<{ Bindings: NodeBindings }>();
+  app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
+  app.get('/_casket/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
+  app.all('*', async (c) => {
+    const started = process.hrtime.bigint();
+    const incoming = c.env?.incoming;
+    const outgoing = c.env?.outgoing;
+    if (!incoming || !outgoing) {
+      // In-process requests (app.request() in tests): no socket, no 100-continue.
+      const url = new URL(c.req.url);
+      const raw: RawRequest = {
+        method: c.req.method,
+        url: url.pathname + url.search,
+        headers: Object.fromEntries([...c.req.raw.headers].map(([k, v]) => [k.toLowerCase(), v])),
+        body: c.req.raw.body ? Readable.fromWeb(c.req.raw.body as import('node:stream/web').ReadableStream) : Readable.from([]),
+        sendContinue: () => {},
+      };
+      const outcome = await handleS3(raw, services, options);
+      record(outcome, started, true, 0, 0);
+      return webResponse(outcome.response);
+    }
+    const headers = headersFrom(incoming.rawHeaders);
+    let continued = false;
+    const raw: RawRequest = {
+      method: incoming.method ?? 'GET',
+      url: incoming.url ?? '/',
+      headers,
+      body: incoming,
+      sendContinue: () => {
+        if (!continued && headers.expect?.toLowerCase() === '100-continue' && !outgoing.headersSent) outgoing.writeContinue();
+        continued = true;
+      },
+    };
+    const outcome = await handleS3(raw, services, options);
+    writeToNode(outcome.response, incoming, outgoing, headers, (bytesOut, complete) => record(outcome, started, complete, bytesOut, Number(headers['content-length'] ?? 0)));
+    return RESPONSE_ALREADY_SENT;
+  });
+
+  const tls = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined;
+  const serverOptions = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000 };
+  const server = createAdaptorServer({
+    fetch: app.fetch,
+    ...(tls
+      ? { createServer: createHttpsServer, serverOptions: { ...serverOptions, ...tls } }
+      : { createServer: createHttpServer, serverOptions }),
+  }) as Server;
+  // A client that stops sending mid-upload loses its socket after this long
+  // idle; its body then fails IncompleteBody and nothing is committed.
+  server.setTimeout(120_000);
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  const url = `${tls ? 'https' : 'http'}://${hostForUrl}:${port}`;
+
+  return {
+    url,
+    port,
+    app,
+    services,
+    metrics,
+    close: async () => {
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections?.();
+      });
+      await backend.close();
+      await state.close();
+    },
+  };
+}

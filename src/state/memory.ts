@@ -1,0 +1,92 @@
+/**
+ * In-memory state store: for tests and single-process setups that do not need
+ * stamps to survive a restart. Maps keep insertion order, so re-inserting on
+ * every touch makes the first entry the least recently used one to evict.
+ */
+import { fullStamp, mergeRead } from './read-coverage.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+
+const SEP = '\u0000';
+
+export class MemoryStateStore implements StateStore {
+  private readonly stamps = new Map<string, ReadStamp>();
+  private readonly log: WriteLogEntry[] = [];
+  private readonly index = new Map<string, string>();
+
+  constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
+
+  private touch(id: string, stamp: ReadStamp): void {
+    this.stamps.delete(id);
+    this.stamps.set(id, stamp);
+    while (this.stamps.size > this.limits.maxEntries) {
+      const oldest = this.stamps.keys().next().value;
+      if (oldest === undefined) break;
+      this.stamps.delete(oldest);
+    }
+  }
+
+  private live(stamp: ReadStamp | undefined): ReadStamp | undefined {
+    return stamp && Date.now() - stamp.at <= this.limits.ttlMs ? stamp : undefined;
+  }
+
+  async recordRead(agent: string, bucket: string, key: string, read: ReadEvent): Promise<ReadStamp> {
+    const id = [agent, bucket, key].join(SEP);
+    const stamp = mergeRead(this.live(this.stamps.get(id)), read, Date.now());
+    this.touch(id, stamp);
+    return stamp;
+  }
+
+  async recordWrite(agent: string, bucket: string, key: string, etag: string, size: number): Promise<void> {
+    this.touch([agent, bucket, key].join(SEP), fullStamp(etag, size, Date.now()));
+  }
+
+  async getStamp(agent: string, bucket: string, key: string): Promise<ReadStamp | undefined> {
+    return this.live(this.stamps.get([agent, bucket, key].join(SEP)));
+  }
+
+  async listStamps(agent: string): Promise<StampEntry[]> {
+    const out: StampEntry[] = [];
+    for (const [id, stamp] of this.stamps) {
+      const [a, bucket, key] = id.split(SEP) as [string, string, string];
+      if (a === agent && this.live(stamp)) out.push({ bucket, key, stamp });
+    }
+    return out.sort((x, y) => (x.bucket === y.bucket ? (x.key < y.key ? -1 : 1) : x.bucket < y.bucket ? -1 : 1));
+  }
+
+  async forgetStamp(agent: string, bucket: string, key: string): Promise<void> {
+    this.stamps.delete([agent, bucket, key].join(SEP));
+  }
+
+  async appendWriteLog(entry: WriteLogEntry): Promise<void> {
+    this.log.push(entry);
+    if (this.log.length > this.limits.maxEntries) this.log.splice(0, this.log.length - this.limits.maxEntries);
+  }
+
+  async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
+    const cutoff = Date.now() - this.limits.ttlMs;
+    const out: WriteLogEntry[] = [];
+    for (let i = this.log.length - 1; i >= 0 && out.length < q.limit; i--) {
+      const e = this.log[i]!;
+      if (e.at.getTime() < cutoff) break;
+      if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.agent === undefined || e.agent === q.agent)) out.push(e);
+    }
+    return out;
+  }
+
+  async getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined> {
+    return this.index.get([bucket, key, upstreamETag].join(SEP));
+  }
+
+  async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
+    const id = [bucket, key, upstreamETag].join(SEP);
+    this.index.delete(id);
+    this.index.set(id, etag);
+    while (this.index.size > this.limits.maxEntries) {
+      const oldest = this.index.keys().next().value;
+      if (oldest === undefined) break;
+      this.index.delete(oldest);
+    }
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,161 @@
+/**
+ * The default state store: SQLite (better-sqlite3) in the data dir, so a
+ * restart does not forget who read what. Every method is one synchronous
+ * statement or transaction, so the read-merge-write of a stamp is atomic
+ * within the process. Pruning (TTL, entry cap) runs on open and once a minute.
+ */
+import Database from 'better-sqlite3';
+import { fullStamp, mergeRead } from './read-coverage.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS stamps (
+  agent TEXT NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
+  etag TEXT NOT NULL, size INTEGER NOT NULL, full INTEGER NOT NULL, covered TEXT NOT NULL, at INTEGER NOT NULL,
+  PRIMARY KEY (agent, bucket, key)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS stamps_at ON stamps(at);
+CREATE TABLE IF NOT EXISTS write_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
+  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT
+);
+CREATE INDEX IF NOT EXISTS write_log_key ON write_log(bucket, key);
+CREATE TABLE IF NOT EXISTS etag_index (
+  bucket TEXT NOT NULL, key TEXT NOT NULL, upstream_etag TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL,
+  PRIMARY KEY (bucket, key, upstream_etag)
+) WITHOUT ROWID;
+`;
+
+interface StampRow {
+  bucket: string;
+  key: string;
+  etag: string;
+  size: number;
+  full: number;
+  covered: string;
+  at: number;
+}
+
+interface LogRow {
+  at: number;
+  bucket: string;
+  key: string;
+  operation: string;
+  agent: string | null;
+  access_key: string | null;
+  previous_etag: string | null;
+  new_etag: string | null;
+}
+
+function toStamp(row: StampRow): ReadStamp {
+  return { etag: row.etag, size: row.size, full: row.full === 1, covered: JSON.parse(row.covered) as Array<[number, number]>, at: row.at };
+}
+
+export class SqliteStateStore implements StateStore {
+  private readonly db: Database.Database;
+  private readonly timer: NodeJS.Timeout;
+  private readonly q;
+
+  constructor(path: string, private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    // NORMAL in WAL mode survives a process crash (kill -9); only an OS crash
+    // may roll back the last transactions, which costs a stamp, never an object.
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.exec(SCHEMA);
+    this.q = {
+      getStamp: this.db.prepare<[string, string, string], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
+      putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      listStamps: this.db.prepare<[string, number], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND at >= ? ORDER BY bucket, key'),
+      forget: this.db.prepare('DELETE FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
+      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
+      putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
+    };
+    this.prune();
+    this.timer = setInterval(() => this.prune(), 60_000);
+    this.timer.unref();
+  }
+
+  private prune(): void {
+    const cutoff = Date.now() - this.limits.ttlMs;
+    const cap = this.limits.maxEntries;
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM stamps WHERE at < ?').run(cutoff);
+      this.db.prepare('DELETE FROM write_log WHERE at < ?').run(cutoff);
+      this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
+      this.db.prepare('DELETE FROM stamps WHERE rowid IN (SELECT rowid FROM stamps ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
+      this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
+      this.db.prepare('DELETE FROM etag_index WHERE rowid IN (SELECT rowid FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
+    })();
+  }
+
+  private live(row: StampRow | undefined): ReadStamp | undefined {
+    return row && Date.now() - row.at <= this.limits.ttlMs ? toStamp(row) : undefined;
+  }
+
+  private put(agent: string, bucket: string, key: string, s: ReadStamp): void {
+    this.q.putStamp.run(agent, bucket, key, s.etag, s.size, s.full ? 1 : 0, JSON.stringify(s.covered), s.at);
+  }
+
+  async recordRead(agent: string, bucket: string, key: string, read: ReadEvent): Promise<ReadStamp> {
+    return this.db.transaction(() => {
+      const stamp = mergeRead(this.live(this.q.getStamp.get(agent, bucket, key)), read, Date.now());
+      this.put(agent, bucket, key, stamp);
+      return stamp;
+    })();
+  }
+
+  async recordWrite(agent: string, bucket: string, key: string, etag: string, size: number): Promise<void> {
+    this.put(agent, bucket, key, fullStamp(etag, size, Date.now()));
+  }
+
+  async getStamp(agent: string, bucket: string, key: string): Promise<ReadStamp | undefined> {
+    return this.live(this.q.getStamp.get(agent, bucket, key));
+  }
+
+  async listStamps(agent: string): Promise<StampEntry[]> {
+    return this.q.listStamps.all(agent, Date.now() - this.limits.ttlMs).map((row) => ({ bucket: row.bucket, key: row.key, stamp: toStamp(row) }));
+  }
+
+  async forgetStamp(agent: string, bucket: string, key: string): Promise<void> {
+    this.q.forget.run(agent, bucket, key);
+  }
+
+  async appendWriteLog(e: WriteLogEntry): Promise<void> {
+    this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null);
+  }
+
+  async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
+    const where: string[] = ['at >= ?'];
+    const args: Array<string | number> = [Date.now() - this.limits.ttlMs];
+    if (q.bucket !== undefined) (where.push('bucket = ?'), args.push(q.bucket));
+    if (q.key !== undefined) (where.push('key = ?'), args.push(q.key));
+    if (q.agent !== undefined) (where.push('agent = ?'), args.push(q.agent));
+    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT at, bucket, key, operation, agent, access_key, previous_etag, new_etag FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
+    return rows.map((r) => ({
+      at: new Date(r.at),
+      bucket: r.bucket,
+      key: r.key,
+      operation: r.operation,
+      ...(r.agent !== null && { agent: r.agent }),
+      ...(r.access_key !== null && { accessKey: r.access_key }),
+      ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
+      ...(r.new_etag !== null && { newETag: r.new_etag }),
+    }));
+  }
+
+  async getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined> {
+    return this.q.getIndex.get(bucket, key, upstreamETag)?.etag;
+  }
+
+  async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
+    this.q.putIndex.run(bucket, key, upstreamETag, etag, Date.now());
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.db.close();
+  }
+}
