@@ -1,0 +1,28 @@
+/**
+ * Credentials casket issues to its clients (never the upstream's).
+ *
+ * Spec: AWS Signature Version 4 signs with an access key ID and a secret
+ * access key, https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv.html
+ * casket adds two bindings of its own (DESIGN §4): a key may be bound to an
+ * agent, and a key may be an admin key (introspection endpoints).
+ *
+ * Known gaps: no session tokens (x-amz-security-token is neither required nor
+ * checked), no per-key bucket policies.
+ */
+
+export interface Credential {
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** The agent this key is bound to: requests signed with it are that agent's. */
+  agent?: string;
+  admin?: boolean;
+}
+
+/** Finds the credential for an access key ID; undefined when casket never issued it. */
+export type CredentialLookup = (accessKeyId: string) => Credential | undefined;
+
+/** A lookup over a fixed list of credentials (config file, tests). */
+export function staticCredentials(credentials: readonly Credential[]): CredentialLookup {
+  const byKey = new Map(credentials.map((c) => [c.accessKeyId, c] as const));
+  return (accessKeyId) => byKey.get(accessKeyId);
+}
