@@ -204,6 +204,9 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const serverOptions = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000 };
   const server = createAdaptorServer({
     fetch: app.fetch,
+    // S3 responses are written straight to the socket (writeToNode); keep the
+    // native Response so RESPONSE_ALREADY_SENT is honoured and never re-written.
+    overrideGlobalObjects: false,
     ...(tls
       ? { createServer: createHttpsServer, serverOptions: { ...serverOptions, ...tls } }
       : { createServer: createHttpServer, serverOptions }),

@@ -85,9 +85,9 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM stamps WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM write_log WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
-      this.db.prepare('DELETE FROM stamps WHERE rowid IN (SELECT rowid FROM stamps ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
+      this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
-      this.db.prepare('DELETE FROM etag_index WHERE rowid IN (SELECT rowid FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
+      this.db.prepare('DELETE FROM etag_index WHERE (bucket, key, upstream_etag) IN (SELECT bucket, key, upstream_etag FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
     })();
   }
 

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { evaluateRead, evaluateWrite, type ReadConditions, type WriteConditions } from '../../src/guard/preconditions.js';
+
+const A = 'a'.repeat(64);
+const B = 'b'.repeat(64);
+const T = new Date('2026-01-01T12:00:00.000Z');
+const before = new Date('2026-01-01T11:00:00Z');
+const after = new Date('2026-01-01T13:00:00Z');
+const current = { etag: A, lastModified: T };
+
+describe('evaluateRead: RFC 9110 §13.2.2 as S3 applies it', () => {
+  const table: Array<[string, ReadConditions, ReturnType<typeof evaluateRead>]> = [
+    ['no conditions', {}, 'ok'],
+    ['If-Match current', { ifMatch: [A] }, 'ok'],
+    ['If-Match current in the -1 form', { ifMatch: [`${A}-1`] }, 'ok'],
+    ['If-Match other', { ifMatch: [B] }, 'precondition-failed'],
+    ['If-Match list containing current', { ifMatch: [B, A] }, 'ok'],
+    ['If-Match *', { ifMatch: '*' }, 'ok'],
+    ['If-None-Match current', { ifNoneMatch: [A] }, 'not-modified'],
+    ['If-None-Match other', { ifNoneMatch: [B] }, 'ok'],
+    ['If-None-Match *', { ifNoneMatch: '*' }, 'not-modified'],
+    ['If-Modified-Since before', { ifModifiedSince: before }, 'ok'],
+    ['If-Modified-Since after', { ifModifiedSince: after }, 'not-modified'],
+    ['If-Modified-Since same second', { ifModifiedSince: new Date('2026-01-01T12:00:00.900Z') }, 'not-modified'],
+    ['If-Unmodified-Since after', { ifUnmodifiedSince: after }, 'ok'],
+    ['If-Unmodified-Since before', { ifUnmodifiedSince: before }, 'precondition-failed'],
+    // S3: If-Match true and If-Unmodified-Since false → 200.
+    ['If-Match true + If-Unmodified-Since false', { ifMatch: [A], ifUnmodifiedSince: before }, 'ok'],
+    // S3: If-None-Match false and If-Modified-Since true → 304.
+    ['If-None-Match false + If-Modified-Since true', { ifNoneMatch: [A], ifModifiedSince: before }, 'not-modified'],
+    ['If-None-Match true + If-Modified-Since false', { ifNoneMatch: [B], ifModifiedSince: after }, 'ok'],
+    ['If-Match false + If-None-Match false', { ifMatch: [B], ifNoneMatch: [A] }, 'precondition-failed'],
+  ];
+  it.each(table)('%s', (_name, conditions, expected) => {
+    expect(evaluateRead(current, conditions)).toBe(expected);
+  });
+});
+
+describe('evaluateWrite: S3 conditional writes', () => {
+  const table: Array<[string, typeof current | null, WriteConditions, string]> = [
+    ['unconditional, exists', current, {}, 'ok:none'],
+    ['unconditional, missing', null, {}, 'ok:none'],
+    ['If-Match current', current, { ifMatch: [A] }, 'ok:if-match'],
+    ['If-Match -1 form', current, { ifMatch: [`${A}-1`] }, 'ok:if-match'],
+    ['If-Match other', current, { ifMatch: [B] }, 'precondition-failed'],
+    ['If-Match on missing key', null, { ifMatch: [A] }, 'no-such-key'],
+    ['If-Match * exists', current, { ifMatch: '*' }, 'ok:if-match'],
+    ['If-Match * missing', null, { ifMatch: '*' }, 'no-such-key'],
+    ['If-None-Match * missing', null, { ifNoneMatch: '*' }, 'ok:if-none-match'],
+    ['If-None-Match * exists', current, { ifNoneMatch: '*' }, 'precondition-failed'],
+    ['If-None-Match with an ETag', current, { ifNoneMatch: [A] }, 'not-implemented'],
+    ['If-None-Match with an ETag, missing', null, { ifNoneMatch: [B] }, 'not-implemented'],
+  ];
+  it.each(table)('%s', (_name, cur, conditions, expected) => {
+    const v = evaluateWrite(cur, conditions);
+    expect(v.ok ? `ok:${v.condition.type}` : v.failure).toBe(expected);
+  });
+
+  it('expands the -1 form to both stored forms for the atomic commit', () => {
+    const v = evaluateWrite(current, { ifMatch: [`${A}-1`] });
+    expect(v.ok && v.condition).toEqual({ type: 'if-match', etags: [`${A}-1`, A] });
+  });
+});

@@ -1,0 +1,122 @@
+/**
+ * Starts a real casket process (the built dist/cli.js) on 127.0.0.1 port 0
+ * with its own data dir and credentials file: one admin key and one key per
+ * named agent. Integration tests drive it with real clients.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+export interface Cred {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
+
+export interface CasketOptions {
+  /** Agents that get a bound access key each. */
+  agents?: string[];
+  args?: string[];
+  env?: Record<string, string>;
+  /** Reuse a data dir (restarts); default: a fresh temp dir. */
+  dataDir?: string;
+}
+
+export interface RunningCasket {
+  url: string;
+  port: number;
+  dataDir: string;
+  admin: Cred;
+  agents: Record<string, Cred>;
+  proc: ChildProcess;
+  /** Every stdout line (JSON logs). */
+  logs: string[];
+  stop(): Promise<void>;
+  kill(): Promise<void>;
+  /** Starts casket again on the same data dir and credentials (new port). */
+  restart(extraArgs?: string[]): Promise<RunningCasket>;
+}
+
+export const CLI = resolve(import.meta.dirname, '../../dist/cli.js');
+
+function cred(prefix: string): Cred {
+  return { accessKeyId: `${prefix}${randomBytes(6).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(24).toString('base64url') };
+}
+
+export async function startCasket(options: CasketOptions = {}): Promise<RunningCasket> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'casket-test-'));
+  const admin = cred('ADMIN');
+  const agents: Record<string, Cred> = {};
+  for (const name of options.agents ?? []) agents[name] = cred(`AGENT${name.toUpperCase().replace(/[^A-Z0-9]/g, '')}`);
+  const credentialsFile = join(dataDir, 'test-credentials.json');
+  writeFileSync(
+    credentialsFile,
+    JSON.stringify({
+      credentials: [
+        { accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true },
+        ...Object.entries(agents).map(([agent, c]) => ({ accessKey: c.accessKeyId, secretKey: c.secretAccessKey, agent })),
+      ],
+    }),
+  );
+  return launch(dataDir, credentialsFile, admin, agents, options, options.dataDir === undefined);
+}
+
+async function launch(dataDir: string, credentialsFile: string, admin: Cred, agents: Record<string, Cred>, options: CasketOptions, ownsDir: boolean, extraArgs: string[] = []): Promise<RunningCasket> {
+  const args = [CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(options.args ?? []), ...extraArgs];
+  const proc = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const logs: string[] = [];
+  let stderr = '';
+  proc.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const url = await new Promise<string>((resolvePromise, reject) => {
+    const timer = setTimeout(() => reject(new Error(`casket did not start within 20 s\n${stderr}`)), 20_000);
+    let buffered = '';
+    proc.stdout!.on('data', (d: Buffer) => {
+      buffered += d.toString();
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        logs.push(line);
+        try {
+          const entry = JSON.parse(line) as { msg?: string; endpoint?: string };
+          if (entry.msg === 'casket is ready' && entry.endpoint) {
+            clearTimeout(timer);
+            resolvePromise(entry.endpoint);
+          }
+        } catch {
+          /* not JSON */
+        }
+      }
+    });
+    proc.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`casket exited with ${code} before it was ready\n${stderr}`));
+    });
+  });
+  const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+  const running: RunningCasket = {
+    url,
+    port: Number(new URL(url).port),
+    dataDir,
+    admin,
+    agents,
+    proc,
+    logs,
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      await exited;
+      if (ownsDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+    kill: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
+      await exited;
+    },
+    restart: async (more = []) => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      await exited;
+      return launch(dataDir, credentialsFile, admin, agents, options, ownsDir, more);
+    },
+  };
+  return running;
+}
