@@ -4,7 +4,7 @@
  * every touch makes the first entry the least recently used one to evict.
  */
 import { fullStamp, mergeRead } from './read-coverage.js';
-import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 const SEP = '\u0000';
 
@@ -12,6 +12,7 @@ export class MemoryStateStore implements StateStore {
   private readonly stamps = new Map<string, ReadStamp>();
   private readonly log: WriteLogEntry[] = [];
   private readonly index = new Map<string, string>();
+  private readonly parts = new Map<string, Map<number, PartDigest>>();
 
   constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
 
@@ -86,6 +87,20 @@ export class MemoryStateStore implements StateStore {
       if (oldest === undefined) break;
       this.index.delete(oldest);
     }
+  }
+
+  async putPartDigest(uploadId: string, part: PartDigest): Promise<void> {
+    let upload = this.parts.get(uploadId);
+    if (!upload) this.parts.set(uploadId, (upload = new Map()));
+    upload.set(part.partNumber, part);
+  }
+
+  async getPartDigests(uploadId: string): Promise<PartDigest[]> {
+    return [...(this.parts.get(uploadId)?.values() ?? [])].sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  async deletePartDigests(uploadId: string): Promise<void> {
+    this.parts.delete(uploadId);
   }
 
   async close(): Promise<void> {}

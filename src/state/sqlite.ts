@@ -6,7 +6,7 @@
  */
 import Database from 'better-sqlite3';
 import { fullStamp, mergeRead } from './read-coverage.js';
-import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS stamps (
@@ -23,6 +23,10 @@ CREATE INDEX IF NOT EXISTS write_log_key ON write_log(bucket, key);
 CREATE TABLE IF NOT EXISTS etag_index (
   bucket TEXT NOT NULL, key TEXT NOT NULL, upstream_etag TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY (bucket, key, upstream_etag)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS part_digests (
+  upload_id TEXT NOT NULL, part_number INTEGER NOT NULL, sha256 TEXT NOT NULL, md5 TEXT NOT NULL, size INTEGER NOT NULL, at INTEGER NOT NULL,
+  PRIMARY KEY (upload_id, part_number)
 ) WITHOUT ROWID;
 `;
 
@@ -72,6 +76,9 @@ export class SqliteStateStore implements StateStore {
       appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
       putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
+      putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests (upload_id, part_number, sha256, md5, size, at) VALUES (?, ?, ?, ?, ?, ?)'),
+      getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number }>('SELECT part_number, sha256, md5, size FROM part_digests WHERE upload_id = ? ORDER BY part_number'),
+      deleteParts: this.db.prepare('DELETE FROM part_digests WHERE upload_id = ?'),
     };
     this.prune();
     this.timer = setInterval(() => this.prune(), 60_000);
@@ -85,6 +92,7 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM stamps WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM write_log WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
+      this.db.prepare('DELETE FROM part_digests WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
       this.db.prepare('DELETE FROM etag_index WHERE (bucket, key, upstream_etag) IN (SELECT bucket, key, upstream_etag FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
@@ -152,6 +160,18 @@ export class SqliteStateStore implements StateStore {
 
   async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
     this.q.putIndex.run(bucket, key, upstreamETag, etag, Date.now());
+  }
+
+  async putPartDigest(uploadId: string, p: PartDigest): Promise<void> {
+    this.q.putPart.run(uploadId, p.partNumber, p.sha256, p.md5, p.size, Date.now());
+  }
+
+  async getPartDigests(uploadId: string): Promise<PartDigest[]> {
+    return this.q.getParts.all(uploadId).map((r) => ({ partNumber: r.part_number, sha256: r.sha256, md5: r.md5, size: r.size }));
+  }
+
+  async deletePartDigests(uploadId: string): Promise<void> {
+    this.q.deleteParts.run(uploadId);
   }
 
   async close(): Promise<void> {

@@ -56,6 +56,14 @@ export interface WriteLogQuery {
   limit: number;
 }
 
+export interface PartDigest {
+  partNumber: number;
+  /** Hex digests of the part's bytes. */
+  sha256: string;
+  md5: string;
+  size: number;
+}
+
 export interface StateLimits {
   /** Stamps and log entries older than this are forgotten. */
   ttlMs: number;
@@ -81,6 +89,11 @@ export interface StateStore {
   /** s3 backend: the SHA-256 ETag of (bucket, key) at the upstream's ETag. */
   getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined>;
   putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void>;
+
+  /** s3 backend: digests of an uploaded part, for the composite ETag at completion. */
+  putPartDigest(uploadId: string, part: PartDigest): Promise<void>;
+  getPartDigests(uploadId: string): Promise<PartDigest[]>;
+  deletePartDigests(uploadId: string): Promise<void>;
 
   close(): Promise<void>;
 }
