@@ -20,6 +20,9 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Readable, pipeline } from 'node:stream';
 import type { Credential } from './auth/credentials.js';
+import { signedRequestFromNode } from './auth/sigv4.js';
+import { agentStamps, writeLog, type AdminResponse } from './admin.js';
+import { isS3Error } from './s3/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import type { Backend } from './backends/types.js';
 import type { Config } from './config.js';
@@ -44,17 +47,6 @@ export interface Casket {
 }
 
 type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse };
-
-/** Lowercased names; a repeated header's values joined with ',' as SigV4 canonicalises them. */
-function headersFrom(rawHeaders: string[]): Record<string, string> {
-  const h: Record<string, string> = Object.create(null) as Record<string, string>;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]!.toLowerCase();
-    const value = rawHeaders[i + 1]!;
-    h[name] = h[name] === undefined ? value : `${h[name]},${value}`;
-  }
-  return h;
-}
 
 function requestHasBody(headers: Record<string, string>): boolean {
   return (headers['content-length'] !== undefined && headers['content-length'] !== '0') || headers['transfer-encoding'] !== undefined;
@@ -165,6 +157,21 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const app = new Hono<{ Bindings: NodeBindings }>();
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
   app.get('/_casket/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
+  const admin = async (c: { env?: NodeBindings; json: (body: unknown, status: 200 | 403 | 500) => Response }, run: (req: ReturnType<typeof signedRequestFromNode>) => Promise<AdminResponse>) => {
+    const incoming = c.env?.incoming;
+    if (!incoming) return c.json({ error: 'introspection needs a socket' }, 500);
+    const req = signedRequestFromNode(incoming.method ?? 'GET', incoming.url ?? '/', incoming.rawHeaders);
+    try {
+      const res = await run(req);
+      return c.json(res.body, 200);
+    } catch (e) {
+      if (isS3Error(e)) return c.json({ error: e.code, message: e.message }, 403);
+      log.error({ err: e }, 'introspection failed');
+      return c.json({ error: 'InternalError' }, 500);
+    }
+  };
+  app.get('/_casket/agents/:agent/stamps', (c) => admin(c, (req) => agentStamps(req, options.lookup, services, c.req.param('agent'))));
+  app.get('/_casket/writes', (c) => admin(c, (req) => writeLog(req, options.lookup, services, new URL(c.req.url).searchParams)));
   app.all('*', async (c) => {
     const started = process.hrtime.bigint();
     const incoming = c.env?.incoming;
@@ -183,10 +190,11 @@ export async function startCasket(config: Config, credentials: Credential[], log
       record(outcome, started, true, 0, 0);
       return webResponse(outcome.response);
     }
-    const headers = headersFrom(incoming.rawHeaders);
+    const signed = signedRequestFromNode(incoming.method ?? 'GET', incoming.url ?? '/', incoming.rawHeaders);
+    const headers = signed.headers;
     let continued = false;
     const raw: RawRequest = {
-      method: incoming.method ?? 'GET',
+      method: signed.method,
       url: incoming.url ?? '/',
       headers,
       body: incoming,

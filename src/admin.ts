@@ -1,0 +1,58 @@
+/**
+ * Introspection for orchestrators (DESIGN §5), admin credentials only, signed
+ * with SigV4 like any S3 request:
+ *   GET /_casket/agents/{agent}/stamps  — what the agent last read of each key,
+ *       whether whole, and whether someone else has written since (stale);
+ *   GET /_casket/writes?bucket=&key=&agent=&limit= — the write log, newest
+ *       first: who replaced which version with which, when.
+ * JSON, because the consumers are programs, not S3 clients.
+ */
+import type { CredentialLookup } from './auth/credentials.js';
+import { verifySigV4, type SignedRequest } from './auth/sigv4.js';
+import { S3Error } from './s3/errors.js';
+import type { Services } from './s3/context.js';
+
+export interface AdminResponse {
+  status: number;
+  body: unknown;
+}
+
+function authorize(req: SignedRequest, lookup: CredentialLookup): void {
+  const auth = verifySigV4(req, lookup);
+  if (!auth) throw new S3Error('AccessDenied', 'Sign introspection requests with an admin access key.');
+  if (!auth.credential.admin) throw new S3Error('AccessDenied', 'Introspection needs an admin access key.');
+}
+
+export async function agentStamps(req: SignedRequest, lookup: CredentialLookup, services: Services, agent: string): Promise<AdminResponse> {
+  authorize(req, lookup);
+  const entries = await services.state.listStamps(agent);
+  const stamps = await Promise.all(
+    entries.map(async ({ bucket, key, stamp }) => {
+      const current = await services.backend.headObject(bucket, key).catch(() => null);
+      return {
+        bucket,
+        key,
+        etag: stamp.etag,
+        full: stamp.full,
+        readAt: new Date(stamp.at).toISOString(),
+        currentETag: current?.etag ?? null,
+        currentWriter: current?.writer ?? null,
+        // Someone else has written (or deleted) since this agent's read.
+        stale: current?.etag !== stamp.etag,
+      };
+    }),
+  );
+  return { status: 200, body: { agent, stamps, stale: stamps.filter((s) => s.stale).map((s) => ({ bucket: s.bucket, key: s.key })) } };
+}
+
+export async function writeLog(req: SignedRequest, lookup: CredentialLookup, services: Services, query: URLSearchParams): Promise<AdminResponse> {
+  authorize(req, lookup);
+  const limit = Math.min(Math.max(Number(query.get('limit') ?? '100') || 100, 1), 10_000);
+  const entries = await services.state.listWriteLog({
+    limit,
+    ...(query.get('bucket') !== null && { bucket: query.get('bucket')! }),
+    ...(query.get('key') !== null && { key: query.get('key')! }),
+    ...(query.get('agent') !== null && { agent: query.get('agent')! }),
+  });
+  return { status: 200, body: { writes: entries.map((e) => ({ ...e, at: e.at.toISOString() })) } };
+}
