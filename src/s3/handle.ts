@@ -51,8 +51,17 @@ export interface Outcome {
   internal?: unknown;
 }
 
-/** Clients that take a dash-less ETag for an MD5 of the body (CLIENTS.md). */
+/**
+ * Clients that take a dash-less ETag for an MD5 of the body (CLIENTS.md):
+ * AWS SDK for Java v1 names itself; s3cmd 2.3.0 sends no User-Agent at all
+ * (Python's http.client adds none), while every SDK and tool measured here
+ * sends one — so a request without a User-Agent gets the `-1` form too.
+ */
 const MD5_ETAG_CLIENTS = /\bs3cmd\/|aws-sdk-java\/1\./i;
+
+function wantsSuffixedETag(userAgent: string | undefined): boolean {
+  return userAgent === undefined || userAgent.trim() === '' || MD5_ETAG_CLIENTS.test(userAgent);
+}
 
 const READ_ONLY: ReadonlySet<Operation> = new Set<Operation>(['GetObject', 'HeadObject', 'ListObjects', 'ListObjectsV2', 'HeadBucket', 'GetBucketLocation']);
 
@@ -67,7 +76,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   const outcome: Outcome = { requestId, response: { status: 500, headers: {} } };
   let etagSuffix = options.etagSuffix === 'always';
   try {
-    if (options.etagSuffix === 'auto') etagSuffix = MD5_ETAG_CLIENTS.test(req.headers['user-agent'] ?? '');
+    if (options.etagSuffix === 'auto') etagSuffix = wantsSuffixedETag(req.headers['user-agent']);
     const auth = verifySigV4({ method: req.method, rawPath, rawQuery, headers: req.headers }, options.lookup);
     const target = resolveTarget(rawPath, req.headers.host, options.domain);
     outcome.bucket = target.bucket;
