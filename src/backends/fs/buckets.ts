@@ -1,0 +1,72 @@
+/**
+ * Buckets of the embedded store: a row each in `buckets`. A bucket has no
+ * directory of its own (bodies live in shared blob directories), so creating
+ * and deleting one is a single row change. DeleteBucket refuses while objects
+ * or in-progress multipart uploads remain, as S3 does (BucketNotEmpty).
+ * Writes re-check that their bucket exists inside their commit transaction,
+ * so an upload racing a DeleteBucket fails with NoSuchBucket instead of
+ * leaving an object in a bucket that is gone.
+ */
+import type Database from 'better-sqlite3';
+import { S3Error } from '../../s3/errors.js';
+import type { BucketInfo } from '../types.js';
+import { validateBucketName } from './names.js';
+
+interface BucketRow {
+  name: string;
+  created: number;
+}
+
+export class Buckets {
+  private readonly selectAll: Database.Statement<[], BucketRow>;
+  private readonly selectOne: Database.Statement<[string], BucketRow>;
+  private readonly insert: Database.Statement<[string, number]>;
+  private readonly remove: Database.Statement<[string]>;
+  private readonly hasObjects: Database.Statement<[string], unknown>;
+  private readonly hasUploads: Database.Statement<[string], unknown>;
+  private readonly deleteBucket: (name: string) => void;
+
+  constructor(db: Database.Database) {
+    this.selectAll = db.prepare('SELECT name, created FROM buckets ORDER BY name');
+    this.selectOne = db.prepare('SELECT name, created FROM buckets WHERE name = ?');
+    this.insert = db.prepare('INSERT OR IGNORE INTO buckets (name, created) VALUES (?, ?)');
+    this.remove = db.prepare('DELETE FROM buckets WHERE name = ?');
+    this.hasObjects = db.prepare('SELECT 1 FROM objects WHERE bucket = ? LIMIT 1');
+    this.hasUploads = db.prepare('SELECT 1 FROM uploads WHERE bucket = ? LIMIT 1');
+    this.deleteBucket = db.transaction((name: string) => {
+      this.require(name);
+      if (this.hasObjects.get(name) !== undefined || this.hasUploads.get(name) !== undefined) {
+        throw new S3Error('BucketNotEmpty', { fields: { BucketName: name } });
+      }
+      this.remove.run(name);
+    });
+  }
+
+  list(): BucketInfo[] {
+    return this.selectAll.all().map(toInfo);
+  }
+
+  create(name: string): 'created' | 'exists' {
+    validateBucketName(name);
+    return this.insert.run(name, Date.now()).changes === 1 ? 'created' : 'exists';
+  }
+
+  head(name: string): BucketInfo {
+    return toInfo(this.require(name));
+  }
+
+  delete(name: string): void {
+    this.deleteBucket(name);
+  }
+
+  /** Throws NoSuchBucket unless the bucket exists. Safe inside a transaction. */
+  require(name: string): BucketRow {
+    const row = this.selectOne.get(name);
+    if (row === undefined) throw new S3Error('NoSuchBucket', { fields: { BucketName: name } });
+    return row;
+  }
+}
+
+function toInfo(row: BucketRow): BucketInfo {
+  return { name: row.name, creationDate: new Date(row.created) };
+}

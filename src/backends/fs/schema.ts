@@ -1,0 +1,141 @@
+/**
+ * The embedded store's SQLite database: connection settings, DDL, and
+ * migrations keyed by `PRAGMA user_version`.
+ *
+ * Settings and why:
+ * - `locking_mode = EXCLUSIVE`, taken before WAL is enabled and held for the
+ *   life of the connection: one process owns a data directory. The store keeps
+ *   state the database does not (blobs being written, readers' pins on
+ *   replaced blobs) and garbage-collects unreferenced blob files on open,
+ *   which is only safe when no other process is writing there. A second
+ *   process fails fast instead of corrupting it. (It also means SQLite keeps
+ *   the WAL index in heap memory: no -shm file.)
+ * - `journal_mode = WAL`: a commit appends to the log, readers never block.
+ * - `synchronous = NORMAL`: a commit is not fsynced; the WAL is synced at
+ *   checkpoints. A committed transaction therefore survives a process crash
+ *   (kill -9: the data is in the OS page cache), and after power loss or an OS
+ *   crash the database is consistent but may have rolled back the most recent
+ *   commits. The store bounds that window itself (durability.ts):
+ *   with fsync on it syncs the WAL in the background within a second of a
+ *   commit, and before it unlinks any blob a commit stopped referencing, so a
+ *   rolled-back row never points at a deleted file. FULL would put an fsync on
+ *   the event loop in every commit (better-sqlite3 is synchronous).
+ * - `busy_timeout`: only matters for the lock at open, which we want to fail
+ *   fast; afterwards nothing else can hold the database.
+ *
+ * Tables (keys are TEXT in UTF-8 with BINARY collation: memcmp order, which is
+ * the order S3 lists keys in):
+ * - buckets(name, created)
+ * - objects: one row per key: ETag, size, mtime (ms), writer, headers and
+ *   x-amz-meta-* as JSON, and the body: either inline (`body`, small objects)
+ *   or a JSON array of blob file ids (`blobs`) with `part_sizes` for
+ *   multipart objects. Body last, so reading the other columns never touches
+ *   its overflow pages.
+ * - uploads: in-progress multipart uploads; `upload_id` sorts by initiation
+ *   time (see multipart.ts), so (bucket, key, upload_id) is S3's listing order.
+ * - parts: one row per (upload, part number), pointing at its blob file.
+ * - completed_uploads: recently completed upload ids and the ETag they made,
+ *   so a retried CompleteMultipartUpload (lost response) succeeds.
+ */
+import Database from 'better-sqlite3';
+
+const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE buckets (
+    name TEXT PRIMARY KEY,
+    created INTEGER NOT NULL
+  ) WITHOUT ROWID;
+
+  CREATE TABLE objects (
+    id INTEGER PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    last_modified INTEGER NOT NULL,
+    writer TEXT,
+    headers TEXT,
+    metadata TEXT,
+    part_sizes TEXT,
+    blobs TEXT,
+    body BLOB
+  );
+  CREATE UNIQUE INDEX objects_by_key ON objects (bucket, key);
+
+  CREATE TABLE uploads (
+    upload_id TEXT PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    initiated INTEGER NOT NULL,
+    headers TEXT,
+    metadata TEXT
+  ) WITHOUT ROWID;
+  CREATE INDEX uploads_by_key ON uploads (bucket, key, upload_id);
+
+  CREATE TABLE parts (
+    upload_id TEXT NOT NULL,
+    part_number INTEGER NOT NULL,
+    etag TEXT NOT NULL,
+    sha256 BLOB NOT NULL,
+    size INTEGER NOT NULL,
+    last_modified INTEGER NOT NULL,
+    blob TEXT NOT NULL,
+    PRIMARY KEY (upload_id, part_number)
+  ) WITHOUT ROWID;
+
+  CREATE TABLE completed_uploads (
+    upload_id TEXT PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    completed INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  CREATE INDEX completed_uploads_by_time ON completed_uploads (completed);
+  `,
+];
+
+export class DataDirInUse extends Error {
+  constructor(file: string, options: { cause: unknown }) {
+    super(`casket: ${file} is in use by another process`, options);
+    this.name = 'DataDirInUse';
+  }
+}
+
+export function openDatabase(file: string): Database.Database {
+  const db = new Database(file);
+  try {
+    db.pragma('busy_timeout = 0');
+    db.pragma('locking_mode = EXCLUSIVE');
+    try {
+      // The first write takes the exclusive lock; in EXCLUSIVE mode it is never released.
+      db.exec('BEGIN EXCLUSIVE; COMMIT');
+    } catch (e) {
+      if ((e as { code?: string }).code === 'SQLITE_BUSY') throw new DataDirInUse(file, { cause: e });
+      throw e;
+    }
+    const mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal') throw new Error(`casket: cannot put ${file} in WAL mode (got ${String(mode)})`);
+    db.pragma('synchronous = NORMAL');
+    db.pragma('busy_timeout = 5000');
+    db.pragma('cache_size = -32768'); // 32 MiB
+    db.pragma('journal_size_limit = 67108864'); // truncate the WAL back to 64 MiB after checkpoints
+    migrate(db, file);
+    return db;
+  } catch (e) {
+    db.close();
+    throw e;
+  }
+}
+
+function migrate(db: Database.Database, file: string): void {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  if (version > MIGRATIONS.length) {
+    throw new Error(`casket: ${file} has schema version ${version}; this casket knows up to ${MIGRATIONS.length}`);
+  }
+  for (let v = version; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}
