@@ -1,0 +1,311 @@
+/**
+ * Redis state store, for several casket replicas sharing one view of who read
+ * what (DESIGN §4). boto3, awscli and rclone download a large object as ~10
+ * concurrent Range GETs, and behind a load balancer those land on different
+ * replicas: each replica merges its range into the same stamp at once.
+ *
+ * Why a Lua script, not WATCH/MULTI: the ranged GETs of one download all
+ * contend on the same stamp key by design, so optimistic WATCH/MULTI would
+ * abort and retry under exactly the common load (n concurrent merges cost
+ * O(n²) round trips). A script runs as one step: "Redis guarantees the
+ * script's atomic execution. While executing the script, all server activities
+ * are blocked during its entire runtime"
+ * (https://redis.io/docs/latest/develop/interact/programmability/eval-intro/).
+ * So the read-merge-write of a stamp, its expiry and the entry-cap trim happen
+ * in one round trip with nothing interleaved. ioredis `defineCommand` sends it
+ * with EVALSHA and falls back to EVAL when the server has not cached it yet
+ * (a restart, a failover, a fresh replica).
+ *
+ * The merge in Lua is a port of read-coverage.ts: intervals [start, end)
+ * sorted and merged (touching intervals join), full when one interval covers
+ * [0, size) or size is 0, and a read of another ETag starts fresh. Keep the
+ * two in step; the contract suite in test/state runs both.
+ *
+ * Layout, under a prefix (default `casket:`) so several caskets can share one
+ * Redis:
+ *   stamp:<id>          hash etag/size/full/covered/at, PEXPIRE ttl on every touch
+ *   stamps              zset <id> by touch order (a counter, so ties in the same
+ *                       millisecond keep their order): the entry cap trims its head
+ *   stamps:seq          that counter
+ *   agent:<agent>       zset <id> by touch time: listStamps without SCAN
+ *   write-log           list of JSON entries, newest first, LPUSH + LTRIM to maxEntries
+ *   etag-index:<json>   string, PX ttl: one key per (bucket, key, upstream ETag), so
+ *                       each entry expires on its own (hash fields expire only in 7.4+)
+ *   parts:<uploadId>    hash partNumber -> JSON digest, PEXPIRE ttl on every put
+ * where <id> = JSON [agent, bucket, key], unambiguous whatever the names hold.
+ *
+ * Known gaps: the stamp script also deletes the stamps it evicts and removes
+ * them from their agents' sets, keys it derives rather than receives in KEYS.
+ * The EVAL page asks scripts not to do that; it works on a standalone Redis or
+ * Sentinel, and on Redis Cluster only when every key shares one hash slot: use
+ * a prefix with a hash tag, such as `{casket}:`. The ETag index is bounded by
+ * its TTL only, not by maxEntries.
+ *
+ * A down Redis must not hang a request: no offline queue (commands fail at
+ * once while disconnected), one retry per command, and connect and command
+ * timeouts, so every call settles within a few seconds.
+ */
+import { Redis, type ChainableCommander } from 'ioredis';
+import type { PartDigest, ReadEvent, ReadStamp, StampEntry, StateLimits, StateStore, WriteLogEntry, WriteLogQuery } from './types.js';
+
+const TIMEOUT_MS = 3000;
+
+/**
+ * KEYS: stamp key, stamps zset, stamps counter, agent zset.
+ * ARGV: id, mode ('read' merges, 'write' sets a full stamp), etag, size, start,
+ * end, now, ttlMs, maxEntries, prefix.
+ * Returns the stamp as { etag, size, full ('1'/'0'), covered, at }.
+ */
+const TOUCH_STAMP = `
+local stampKey, byTouch, seqKey, ofAgent = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local id, mode, etag = ARGV[1], ARGV[2], ARGV[3]
+local size, rstart, rend = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local now, ttl, cap, prefix = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), ARGV[10]
+
+-- Lua 5.1 prints large numbers as 1.7e+12; byte offsets and epoch ms need all digits.
+local function int(n) return string.format('%.0f', n) end
+
+local intervals = {}
+if mode == 'read' then
+  -- An expired stamp is already gone (PEXPIRE), so it starts fresh like another version.
+  local previous = redis.call('HMGET', stampKey, 'etag', 'covered')
+  if previous[1] == etag and previous[2] then
+    for s, e in string.gmatch(previous[2], '(%d+)-(%d+)') do
+      intervals[#intervals + 1] = { tonumber(s), tonumber(e) }
+    end
+  end
+  if rend > rstart then intervals[#intervals + 1] = { rstart, rend } end
+end
+
+table.sort(intervals, function(a, b) return a[1] < b[1] end)
+local merged = {}
+for _, interval in ipairs(intervals) do
+  local last = merged[#merged]
+  if last and interval[1] <= last[2] then
+    if interval[2] > last[2] then last[2] = interval[2] end
+  else
+    merged[#merged + 1] = { interval[1], interval[2] }
+  end
+end
+
+local full = mode == 'write' or size == 0 or (#merged == 1 and merged[1][1] <= 0 and merged[1][2] >= size)
+if full then merged = { { 0, size } } end
+local parts = {}
+for i, interval in ipairs(merged) do parts[i] = int(interval[1]) .. '-' .. int(interval[2]) end
+local covered = table.concat(parts, ',')
+local fullFlag = full and '1' or '0'
+
+redis.call('HSET', stampKey, 'etag', etag, 'size', int(size), 'full', fullFlag, 'covered', covered, 'at', int(now))
+redis.call('PEXPIRE', stampKey, ttl)
+
+local seq = redis.call('INCR', seqKey)
+redis.call('ZADD', byTouch, seq, id)
+redis.call('PEXPIRE', byTouch, ttl)
+redis.call('PEXPIRE', seqKey, ttl)
+redis.call('ZADD', ofAgent, int(now), id)
+redis.call('ZREMRANGEBYSCORE', ofAgent, '-inf', '(' .. int(now - tonumber(ttl)))
+redis.call('PEXPIRE', ofAgent, ttl)
+
+-- Entry cap: forget the least recently touched stamps (some may have expired already).
+local over = redis.call('ZCARD', byTouch) - cap
+if over > 0 then
+  local evicted = redis.call('ZRANGE', byTouch, 0, over - 1)
+  for _, old in ipairs(evicted) do
+    redis.call('DEL', prefix .. 'stamp:' .. old)
+    redis.call('ZREM', prefix .. 'agent:' .. cjson.decode(old)[1], old)
+  end
+  redis.call('ZREMRANGEBYRANK', byTouch, 0, over - 1)
+end
+
+return { etag, int(size), fullFlag, covered, int(now) }
+`;
+
+interface StampScripts {
+  touchStamp(...keysAndArgs: Array<string | number>): Promise<string[]>;
+}
+
+interface StoredLogEntry {
+  at: number;
+  bucket: string;
+  key: string;
+  operation: string;
+  agent?: string;
+  accessKey?: string;
+  previousETag?: string;
+  newETag?: string;
+}
+
+/** MULTI reports a failed command inside its result, not as a rejection. */
+async function exec(transaction: ChainableCommander): Promise<void> {
+  for (const [error] of (await transaction.exec()) ?? []) if (error) throw error;
+}
+
+function parseCovered(text: string): Array<[number, number]> {
+  if (text === '') return [];
+  return text.split(',').map((pair) => {
+    const [start, end] = pair.split('-');
+    return [Number(start), Number(end)];
+  });
+}
+
+function toStamp(fields: Record<string, string>): ReadStamp | undefined {
+  if (fields.etag === undefined) return undefined;
+  return { etag: fields.etag, size: Number(fields.size), full: fields.full === '1', covered: parseCovered(fields.covered ?? ''), at: Number(fields.at) };
+}
+
+/** host:port only: a URL may carry a password that has no place in an error message. */
+function describe(url: string): string {
+  try {
+    const { hostname, port } = new URL(url);
+    return `${hostname}:${port || '6379'}`;
+  } catch {
+    return 'the configured Redis';
+  }
+}
+
+export class RedisStateStore implements StateStore {
+  private constructor(
+    private readonly redis: Redis & StampScripts,
+    private readonly limits: StateLimits,
+    private readonly prefix: string,
+  ) {}
+
+  static async connect(url: string, limits: StateLimits, options: { prefix?: string } = {}): Promise<RedisStateStore> {
+    const redis = new Redis(url, {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: TIMEOUT_MS,
+      commandTimeout: TIMEOUT_MS,
+      retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    });
+    // Without a listener ioredis prints every reconnection error to stderr;
+    // the failures that matter reach callers as rejected commands.
+    redis.on('error', () => {});
+    try {
+      await redis.connect();
+    } catch (error) {
+      redis.disconnect();
+      throw new Error(`cannot connect to Redis at ${describe(url)}: ${(error as Error).message}`, { cause: error });
+    }
+    redis.defineCommand('touchStamp', { numberOfKeys: 4, lua: TOUCH_STAMP });
+    return new RedisStateStore(redis as Redis & StampScripts, limits, options.prefix ?? 'casket:');
+  }
+
+  private id(agent: string, bucket: string, key: string): string {
+    return JSON.stringify([agent, bucket, key]);
+  }
+
+  private async touch(mode: 'read' | 'write', agent: string, bucket: string, key: string, etag: string, size: number, start: number, end: number): Promise<ReadStamp> {
+    const id = this.id(agent, bucket, key);
+    const p = this.prefix;
+    const [storedETag, storedSize, full, covered, at] = await this.redis.touchStamp(
+      `${p}stamp:${id}`, `${p}stamps`, `${p}stamps:seq`, `${p}agent:${agent}`,
+      id, mode, etag, size, start, end, Date.now(), this.limits.ttlMs, this.limits.maxEntries, p,
+    );
+    return { etag: storedETag!, size: Number(storedSize), full: full === '1', covered: parseCovered(covered!), at: Number(at) };
+  }
+
+  async recordRead(agent: string, bucket: string, key: string, read: ReadEvent): Promise<ReadStamp> {
+    return this.touch('read', agent, bucket, key, read.etag, read.size, read.start, read.end);
+  }
+
+  async recordWrite(agent: string, bucket: string, key: string, etag: string, size: number): Promise<void> {
+    await this.touch('write', agent, bucket, key, etag, size, 0, size);
+  }
+
+  async getStamp(agent: string, bucket: string, key: string): Promise<ReadStamp | undefined> {
+    return toStamp(await this.redis.hgetall(`${this.prefix}stamp:${this.id(agent, bucket, key)}`));
+  }
+
+  async listStamps(agent: string): Promise<StampEntry[]> {
+    const ids = await this.redis.zrangebyscore(`${this.prefix}agent:${agent}`, Date.now() - this.limits.ttlMs, '+inf');
+    if (ids.length === 0) return [];
+    const pipeline = this.redis.pipeline();
+    for (const id of ids) pipeline.hgetall(`${this.prefix}stamp:${id}`);
+    const replies = (await pipeline.exec()) ?? [];
+    const out: StampEntry[] = [];
+    ids.forEach((id, i) => {
+      const [error, fields] = replies[i] ?? [null, {}];
+      if (error) throw error;
+      const stamp = toStamp(fields as Record<string, string>);
+      // Missing: expired or evicted since the agent set was last trimmed.
+      if (!stamp) return;
+      const [, bucket, key] = JSON.parse(id) as [string, string, string];
+      out.push({ bucket, key, stamp });
+    });
+    return out.sort((x, y) => (x.bucket === y.bucket ? (x.key < y.key ? -1 : x.key > y.key ? 1 : 0) : x.bucket < y.bucket ? -1 : 1));
+  }
+
+  async forgetStamp(agent: string, bucket: string, key: string): Promise<void> {
+    const id = this.id(agent, bucket, key);
+    const p = this.prefix;
+    await exec(this.redis.multi().del(`${p}stamp:${id}`).zrem(`${p}stamps`, id).zrem(`${p}agent:${agent}`, id));
+  }
+
+  async appendWriteLog(entry: WriteLogEntry): Promise<void> {
+    const stored: StoredLogEntry = { ...entry, at: entry.at.getTime() };
+    const log = `${this.prefix}write-log`;
+    await exec(this.redis.multi().lpush(log, JSON.stringify(stored)).ltrim(log, 0, this.limits.maxEntries - 1).pexpire(log, this.limits.ttlMs));
+  }
+
+  async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
+    const cutoff = Date.now() - this.limits.ttlMs;
+    const log = `${this.prefix}write-log`;
+    const out: WriteLogEntry[] = [];
+    const page = 500;
+    // Newest first; filters applied here, so read pages until the limit is met,
+    // the TTL is passed or the list ends.
+    for (let offset = 0; out.length < q.limit; offset += page) {
+      const rows = await this.redis.lrange(log, offset, offset + page - 1);
+      for (const row of rows) {
+        const e = JSON.parse(row) as StoredLogEntry;
+        if (e.at < cutoff) return out;
+        if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.agent === undefined || e.agent === q.agent)) {
+          out.push({ ...e, at: new Date(e.at) });
+          if (out.length >= q.limit) return out;
+        }
+      }
+      if (rows.length < page) break;
+    }
+    return out;
+  }
+
+  private indexKey(bucket: string, key: string, upstreamETag: string): string {
+    return `${this.prefix}etag-index:${JSON.stringify([bucket, key, upstreamETag])}`;
+  }
+
+  async getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined> {
+    return (await this.redis.get(this.indexKey(bucket, key, upstreamETag))) ?? undefined;
+  }
+
+  async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
+    await this.redis.set(this.indexKey(bucket, key, upstreamETag), etag, 'PX', this.limits.ttlMs);
+  }
+
+  async putPartDigest(uploadId: string, part: PartDigest): Promise<void> {
+    const parts = `${this.prefix}parts:${uploadId}`;
+    const { partNumber, ...digest } = part;
+    await exec(this.redis.multi().hset(parts, String(partNumber), JSON.stringify(digest)).pexpire(parts, this.limits.ttlMs));
+  }
+
+  async getPartDigests(uploadId: string): Promise<PartDigest[]> {
+    const fields = await this.redis.hgetall(`${this.prefix}parts:${uploadId}`);
+    return Object.entries(fields)
+      .map(([partNumber, digest]) => ({ partNumber: Number(partNumber), ...(JSON.parse(digest) as Omit<PartDigest, 'partNumber'>) }))
+      .sort((a, b) => a.partNumber - b.partNumber);
+  }
+
+  async deletePartDigests(uploadId: string): Promise<void> {
+    await this.redis.del(`${this.prefix}parts:${uploadId}`);
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.redis.quit();
+    } catch {
+      // Already disconnected (Redis down): nothing left to flush.
+      this.redis.disconnect();
+    }
+  }
+}

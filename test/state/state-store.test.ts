@@ -1,0 +1,503 @@
+/**
+ * One contract for every StateStore (src/state/types.ts, DESIGN §4): memory,
+ * sqlite (a temp file) and redis (a real redis-server on a loopback port),
+ * asserting what a user of casket would notice — whether an agent's reads
+ * count as whole, which stamps it has, what the write log says.
+ *
+ * Redis is optional on a user's machine (skipped when redis-server is
+ * missing) and required in CI (test/helpers/tools.ts). Its "replicas" are
+ * separate RedisStateStore connections sharing one prefix.
+ *
+ * A case an implementation is known to fail is listed in its `gaps` and run
+ * with `it.fails`, so the suite stays green while the gap is open and turns
+ * red the day it is fixed, asking for the entry to be removed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MemoryStateStore } from '../../src/state/memory.js';
+import { RedisStateStore } from '../../src/state/redis.js';
+import { SqliteStateStore } from '../../src/state/sqlite.js';
+import type { StateLimits, StateStore, WriteLogEntry } from '../../src/state/types.js';
+import { hasCommand, need } from '../helpers/tools.js';
+
+const REDIS_SERVER = 'redis-server';
+const haveRedis = need('redis-server', hasCommand(REDIS_SERVER));
+
+const LIMITS: StateLimits = { ttlMs: 60_000, maxEntries: 1000 };
+const KiB = 1024;
+const TiB = 1024 ** 4;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Answers once the server replies +PONG to a raw RESP PING. */
+function ping(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port });
+    socket.setTimeout(500, () => (socket.destroy(), resolve(false)));
+    socket.on('error', () => resolve(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (d) => (socket.destroy(), resolve(d.toString().startsWith('+PONG'))));
+  });
+}
+
+interface RunningRedis {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function startRedis(): Promise<RunningRedis> {
+  const port = await freePort();
+  const proc = spawn(REDIS_SERVER, ['--save', '', '--appendonly', 'no', '--port', String(port), '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  proc.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  proc.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const deadline = Date.now() + 10_000;
+  while (!(await ping(port))) {
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill('SIGKILL');
+      throw new Error(`redis-server did not answer PING on port ${port}\n${output}`);
+    }
+    await sleep(50);
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    proc,
+    async stop() {
+      if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid!, 'SIGKILL');
+      await exited;
+    },
+  };
+}
+
+/** A fresh, empty store; `replica()` opens another handle on the same state (redis: a second connection). */
+interface Opened {
+  store: StateStore;
+  replica(): Promise<StateStore>;
+}
+
+interface Implementation {
+  name: string;
+  available: boolean;
+  open(limits: StateLimits): Promise<Opened>;
+  /** Contract cases this implementation is known to fail (reported, see the cases). */
+  gaps: string[];
+}
+
+const toClose: StateStore[] = [];
+const tempDirs: string[] = [];
+let redis: RunningRedis | undefined;
+
+function tracked<T extends StateStore>(store: T): T {
+  toClose.push(store);
+  return store;
+}
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'casket-state-'));
+  tempDirs.push(dir);
+  return dir;
+}
+
+const GAP_CAP = 'the entry cap applies as soon as it is exceeded';
+const GAP_LOG_CAP = 'the write log keeps at most maxEntries entries';
+
+const implementations: Implementation[] = [
+  {
+    name: 'memory',
+    available: true,
+    async open(limits) {
+      const store = new MemoryStateStore(limits);
+      return { store, replica: async () => store };
+    },
+    gaps: [],
+  },
+  {
+    name: 'sqlite',
+    available: true,
+    async open(limits) {
+      const store = tracked(new SqliteStateStore(join(tempDir(), 'state.db'), limits));
+      return { store, replica: async () => store };
+    },
+    // sqlite.ts trims to maxEntries only on open and once a minute (prune()).
+    gaps: [GAP_CAP, GAP_LOG_CAP],
+  },
+  {
+    name: 'redis',
+    available: haveRedis,
+    async open(limits) {
+      const prefix = `casket-test-${randomBytes(4).toString('hex')}:`;
+      const store = tracked(await RedisStateStore.connect(redis!.url, limits, { prefix }));
+      return { store, replica: async () => tracked(await RedisStateStore.connect(redis!.url, limits, { prefix })) };
+    },
+    gaps: [],
+  },
+];
+
+beforeAll(async () => {
+  if (haveRedis) redis = await startRedis();
+});
+
+afterEach(async () => {
+  await Promise.all(toClose.splice(0).map((store) => store.close()));
+});
+
+afterAll(async () => {
+  await redis?.stop();
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe.each(implementations)('StateStore contract: $name', (impl) => {
+  const open = async (limits: StateLimits = LIMITS) => (await impl.open(limits)).store;
+  const caseOf = (name: string) => (impl.gaps.includes(name) ? it.fails : it);
+
+  describe.skipIf(!impl.available)('read stamps', () => {
+    it('one whole GET is a full read', async () => {
+      const state = await open();
+      const stamp = await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 100 });
+      expect(stamp).toMatchObject({ etag: 'v1', size: 100, full: true, covered: [[0, 100]] });
+      expect(await state.getStamp('a', 'b', 'k')).toEqual(stamp);
+    });
+
+    it('ranged GETs of one version that together cover it make a full read, in any order', async () => {
+      const state = await open();
+      const size = 10 * KiB;
+      const ranges: Array<[number, number]> = [[4 * KiB, 6 * KiB], [0, 2 * KiB], [8 * KiB, size], [6 * KiB, 8 * KiB], [2 * KiB, 4 * KiB]];
+      for (const [i, [start, end]] of ranges.entries()) {
+        const stamp = await state.recordRead('a', 'b', 'k', { etag: 'v1', size, start, end });
+        expect(stamp.full, `after ${i + 1} of ${ranges.length} ranges`).toBe(i === ranges.length - 1);
+      }
+      expect(await state.getStamp('a', 'b', 'k')).toMatchObject({ etag: 'v1', full: true, covered: [[0, size]] });
+    });
+
+    it('overlapping ranges count once; a range beyond the end still covers the tail', async () => {
+      const state = await open();
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 60 });
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 40, end: 80 });
+      expect(await state.getStamp('a', 'b', 'k')).toMatchObject({ full: false, covered: [[0, 80]] });
+      expect(await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 80, end: 150 })).toMatchObject({ full: true, covered: [[0, 100]] });
+    });
+
+    it('ranges that leave a gap are a partial read, listing what was delivered', async () => {
+      const state = await open();
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 30 });
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 60, end: 100 });
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 30, end: 50 });
+      expect(await state.getStamp('a', 'b', 'k')).toMatchObject({ etag: 'v1', full: false, covered: [[0, 50], [60, 100]] });
+    });
+
+    it('an aborted download (nothing delivered) is not a full read', async () => {
+      const state = await open();
+      // guard.ts records an aborted GET as the empty range [start, start).
+      expect(await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 0 })).toMatchObject({ full: false, covered: [] });
+    });
+
+    it('reading an empty object is a full read', async () => {
+      const state = await open();
+      expect(await state.recordRead('a', 'b', 'k', { etag: 'empty', size: 0, start: 0, end: 0 })).toMatchObject({ full: true, covered: [[0, 0]] });
+    });
+
+    it('a read of a new version starts over: earlier ranges of the old version do not count', async () => {
+      const state = await open();
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 50 });
+      const stamp = await state.recordRead('a', 'b', 'k', { etag: 'v2', size: 100, start: 50, end: 100 });
+      expect(stamp).toMatchObject({ etag: 'v2', full: false, covered: [[50, 100]] });
+      // A full read of v1 does not help v2 either.
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 100 });
+      expect(await state.recordRead('a', 'b', 'k', { etag: 'v2', size: 100, start: 0, end: 10 })).toMatchObject({ etag: 'v2', full: false, covered: [[0, 10]] });
+    });
+
+    it('offsets of a 5 TiB object are kept exactly', async () => {
+      const state = await open();
+      const size = 5 * TiB;
+      const middle = 2.5 * TiB + 1;
+      expect(await state.recordRead('a', 'b', 'big', { etag: 'v1', size, start: middle, end: size })).toMatchObject({ full: false, covered: [[middle, size]] });
+      expect(await state.getStamp('a', 'b', 'big')).toMatchObject({ size, covered: [[middle, size]] });
+      expect(await state.recordRead('a', 'b', 'big', { etag: 'v1', size, start: 0, end: middle })).toMatchObject({ full: true, size, covered: [[0, size]] });
+    });
+
+    it("an agent's own write counts as a full read of what it wrote", async () => {
+      const state = await open();
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 10 });
+      await state.recordWrite('a', 'b', 'k', 'v2', 42);
+      expect(await state.getStamp('a', 'b', 'k')).toMatchObject({ etag: 'v2', size: 42, full: true, covered: [[0, 42]] });
+      // ...and a later partial read of that same version keeps it full.
+      expect(await state.recordRead('a', 'b', 'k', { etag: 'v2', size: 42, start: 0, end: 5 })).toMatchObject({ full: true });
+    });
+
+    it('stamps are per agent, bucket and key', async () => {
+      const state = await open();
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 10, start: 0, end: 10 });
+      expect(await state.getStamp('other-agent', 'b', 'k')).toBeUndefined();
+      expect(await state.getStamp('a', 'other-bucket', 'k')).toBeUndefined();
+      expect(await state.getStamp('a', 'b', 'other-key')).toBeUndefined();
+    });
+
+    it('forgetStamp drops the stamp of a deleted key, and only that one', async () => {
+      const state = await open();
+      await state.recordWrite('a', 'b', 'gone', 'v1', 10);
+      await state.recordWrite('a', 'b', 'kept', 'v1', 10);
+      await state.recordWrite('other', 'b', 'gone', 'v1', 10);
+      await state.forgetStamp('a', 'b', 'gone');
+      expect(await state.getStamp('a', 'b', 'gone')).toBeUndefined();
+      expect((await state.listStamps('a')).map((e) => e.key)).toEqual(['kept']);
+      expect(await state.getStamp('other', 'b', 'gone')).toBeDefined();
+      // Reading it again after the delete starts fresh.
+      expect(await state.recordRead('a', 'b', 'gone', { etag: 'v1', size: 10, start: 0, end: 5 })).toMatchObject({ full: false });
+    });
+
+    it("listStamps shows one agent's stamps, by bucket and key, and no one else's", async () => {
+      const state = await open();
+      await state.recordRead('alice', 'photos', 'z.jpg', { etag: 'e1', size: 10, start: 0, end: 10 });
+      await state.recordRead('alice', 'docs', 'b/readme.md', { etag: 'e2', size: 10, start: 0, end: 4 });
+      await state.recordWrite('alice', 'docs', 'a.txt', 'e3', 3);
+      await state.recordRead('bob', 'docs', 'secret.txt', { etag: 'e4', size: 1, start: 0, end: 1 });
+      const listed = await state.listStamps('alice');
+      expect(listed.map((e) => [e.bucket, e.key, e.stamp.etag, e.stamp.full])).toEqual([
+        ['docs', 'a.txt', 'e3', true],
+        ['docs', 'b/readme.md', 'e2', false],
+        ['photos', 'z.jpg', 'e1', true],
+      ]);
+      expect((await state.listStamps('bob')).map((e) => e.key)).toEqual(['secret.txt']);
+      expect(await state.listStamps('carol')).toEqual([]);
+    });
+
+    it('names with separators, quotes and unicode do not collide', async () => {
+      const state = await open();
+      await state.recordWrite('a:b', 'c', 'd', 'one', 1);
+      await state.recordWrite('a', 'b:c', 'd', 'two', 1);
+      await state.recordWrite('a', 'b', 'c:d', 'three', 1);
+      await state.recordWrite('a', 'b', '"quoted"/ключ/🔑', 'four', 1);
+      expect((await state.getStamp('a:b', 'c', 'd'))?.etag).toBe('one');
+      expect((await state.getStamp('a', 'b:c', 'd'))?.etag).toBe('two');
+      expect((await state.getStamp('a', 'b', 'c:d'))?.etag).toBe('three');
+      expect((await state.listStamps('a')).map((e) => [e.bucket, e.key])).toEqual([
+        ['b', '"quoted"/ключ/🔑'],
+        ['b', 'c:d'],
+        ['b:c', 'd'],
+      ]);
+    });
+
+    it('a stamp returned earlier does not change afterwards', async () => {
+      const state = await open();
+      const first = await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 10 });
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 10, end: 20 });
+      expect(first.covered).toEqual([[0, 10]]);
+    });
+
+    it('ten concurrent ranged GETs of one version, spread over replicas, end in a full read', async () => {
+      const { store, replica } = await impl.open(LIMITS);
+      const replicas = [store, await replica()];
+      const size = 10 * 1024 * KiB;
+      const part = size / 10;
+      for (let round = 0; round < 5; round++) {
+        const key = `big-${round}`;
+        const stamps = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => replicas[i % 2]!.recordRead('a', 'b', key, { etag: 'v1', size, start: i * part, end: (i + 1) * part })),
+        );
+        // Exactly the last merge to run sees the whole object.
+        expect(stamps.filter((s) => s.full)).toHaveLength(1);
+        for (const r of replicas) expect(await r.getStamp('a', 'b', key)).toMatchObject({ full: true, covered: [[0, size]] });
+      }
+    });
+  });
+
+  describe.skipIf(!impl.available)('bounds', () => {
+    it('stamps are forgotten after the TTL', async () => {
+      const state = await open({ ttlMs: 200, maxEntries: 1000 });
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 50 });
+      await state.recordWrite('a', 'b', 'w', 'v1', 10);
+      expect(await state.getStamp('a', 'b', 'k')).toBeDefined();
+      await sleep(400);
+      expect(await state.getStamp('a', 'b', 'k')).toBeUndefined();
+      expect(await state.getStamp('a', 'b', 'w')).toBeUndefined();
+      expect(await state.listStamps('a')).toEqual([]);
+      // The forgotten first half does not combine with a later second half.
+      expect(await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 50, end: 100 })).toMatchObject({ full: false, covered: [[50, 100]] });
+    });
+
+    it('each touch restarts the TTL', async () => {
+      const state = await open({ ttlMs: 300, maxEntries: 1000 });
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 10 });
+      await sleep(200);
+      await state.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 10, end: 20 });
+      await sleep(200);
+      expect(await state.getStamp('a', 'b', 'k')).toMatchObject({ covered: [[0, 20]] });
+    });
+
+    it('write log entries are forgotten after the TTL', async () => {
+      const state = await open({ ttlMs: 200, maxEntries: 1000 });
+      await state.appendWriteLog({ at: new Date(), bucket: 'b', key: 'k', operation: 'PutObject', agent: 'a', newETag: 'v1' });
+      expect(await state.listWriteLog({ limit: 10 })).toHaveLength(1);
+      await sleep(400);
+      expect(await state.listWriteLog({ limit: 10 })).toEqual([]);
+    });
+
+    caseOf(GAP_CAP)(GAP_CAP, async () => {
+      const state = await open({ ttlMs: 60_000, maxEntries: 3 });
+      await state.recordWrite('a', 'b', 'k1', 'v', 1);
+      await state.recordWrite('a', 'b', 'k2', 'v', 1);
+      await state.recordWrite('other', 'b', 'k3', 'v', 1);
+      // Touching k1 makes k2 the least recently used.
+      await state.recordRead('a', 'b', 'k1', { etag: 'v', size: 1, start: 0, end: 1 });
+      await state.recordWrite('a', 'b', 'k4', 'v', 1);
+      expect(await state.getStamp('a', 'b', 'k2')).toBeUndefined();
+      expect((await state.listStamps('a')).map((e) => e.key)).toEqual(['k1', 'k4']);
+      expect(await state.getStamp('other', 'b', 'k3')).toBeDefined();
+      await state.recordWrite('a', 'b', 'k5', 'v', 1);
+      expect(await state.getStamp('other', 'b', 'k3')).toBeUndefined();
+      expect((await state.listStamps('a')).map((e) => e.key)).toEqual(['k1', 'k4', 'k5']);
+      expect(await state.listStamps('other')).toEqual([]);
+    });
+
+    caseOf(GAP_LOG_CAP)(GAP_LOG_CAP, async () => {
+      const state = await open({ ttlMs: 60_000, maxEntries: 3 });
+      for (let i = 1; i <= 5; i++) await state.appendWriteLog({ at: new Date(), bucket: 'b', key: `k${i}`, operation: 'PutObject' });
+      expect((await state.listWriteLog({ limit: 10 })).map((e) => e.key)).toEqual(['k5', 'k4', 'k3']);
+    });
+  });
+
+  describe.skipIf(!impl.available)('write log', () => {
+    const t0 = Date.now();
+    const entries: WriteLogEntry[] = [
+      { at: new Date(t0), bucket: 'b1', key: 'x', operation: 'PutObject', agent: 'alice', accessKey: 'AK1', newETag: 'x1' },
+      { at: new Date(t0 + 1), bucket: 'b1', key: 'x', operation: 'PutObject', agent: 'bob', previousETag: 'x1', newETag: 'x2' },
+      { at: new Date(t0 + 2), bucket: 'b2', key: 'x', operation: 'CopyObject', previousETag: 'y0', newETag: 'y1' },
+      { at: new Date(t0 + 3), bucket: 'b1', key: 'y', operation: 'CompleteMultipartUpload', agent: 'alice', newETag: 'z-2' },
+      { at: new Date(t0 + 4), bucket: 'b1', key: 'x', operation: 'DeleteObject', agent: 'alice', previousETag: 'x2' },
+    ];
+
+    async function logged(): Promise<StateStore> {
+      const state = await open();
+      for (const e of entries) await state.appendWriteLog(e);
+      return state;
+    }
+
+    it('lists newest first, with every field as written and absent fields absent', async () => {
+      const state = await logged();
+      expect(await state.listWriteLog({ limit: 100 })).toStrictEqual([...entries].reverse());
+    });
+
+    it('filters by bucket, key and agent, and together', async () => {
+      const state = await logged();
+      const ops = async (q: Parameters<StateStore['listWriteLog']>[0]) => (await state.listWriteLog(q)).map((e) => `${e.bucket}/${e.key} ${e.operation}`);
+      expect(await ops({ bucket: 'b2', limit: 100 })).toEqual(['b2/x CopyObject']);
+      expect(await ops({ key: 'x', limit: 100 })).toEqual(['b1/x DeleteObject', 'b2/x CopyObject', 'b1/x PutObject', 'b1/x PutObject']);
+      expect(await ops({ agent: 'alice', limit: 100 })).toEqual(['b1/x DeleteObject', 'b1/y CompleteMultipartUpload', 'b1/x PutObject']);
+      expect(await ops({ bucket: 'b1', key: 'x', agent: 'bob', limit: 100 })).toEqual(['b1/x PutObject']);
+      expect(await ops({ agent: 'nobody', limit: 100 })).toEqual([]);
+    });
+
+    it('returns at most limit entries, the newest', async () => {
+      const state = await logged();
+      expect((await state.listWriteLog({ limit: 2 })).map((e) => e.operation)).toEqual(['DeleteObject', 'CompleteMultipartUpload']);
+      expect((await state.listWriteLog({ agent: 'alice', limit: 1 })).map((e) => e.operation)).toEqual(['DeleteObject']);
+    });
+  });
+
+  describe.skipIf(!impl.available)('s3 backend state', () => {
+    it('ETag index: the SHA-256 ETag of (bucket, key) at an upstream ETag', async () => {
+      const state = await open();
+      expect(await state.getIndexedETag('b', 'k', 'up1')).toBeUndefined();
+      await state.putIndexedETag('b', 'k', 'up1', 'sha-1');
+      await state.putIndexedETag('b', 'k', 'up2', 'sha-2');
+      expect(await state.getIndexedETag('b', 'k', 'up1')).toBe('sha-1');
+      expect(await state.getIndexedETag('b', 'k', 'up2')).toBe('sha-2');
+      expect(await state.getIndexedETag('b', 'other', 'up1')).toBeUndefined();
+      expect(await state.getIndexedETag('other', 'k', 'up1')).toBeUndefined();
+      await state.putIndexedETag('b', 'k', 'up1', 'sha-1b');
+      expect(await state.getIndexedETag('b', 'k', 'up1')).toBe('sha-1b');
+    });
+
+    it('part digests: put in any order, read back by part number, replaced on re-upload, deleted', async () => {
+      const state = await open();
+      const part = (partNumber: number, tag: string) => ({ partNumber, sha256: `sha-${tag}`, md5: `md5-${tag}`, size: partNumber * 100 });
+      await state.putPartDigest('up-1', part(3, 'c'));
+      await state.putPartDigest('up-1', part(1, 'a'));
+      await state.putPartDigest('up-1', part(10, 'j'));
+      await state.putPartDigest('up-1', part(2, 'b'));
+      await state.putPartDigest('up-1', part(2, 'b2'));
+      await state.putPartDigest('up-2', part(1, 'other'));
+      expect(await state.getPartDigests('up-1')).toEqual([part(1, 'a'), part(2, 'b2'), part(3, 'c'), part(10, 'j')]);
+      await state.deletePartDigests('up-1');
+      expect(await state.getPartDigests('up-1')).toEqual([]);
+      expect(await state.getPartDigests('up-2')).toEqual([part(1, 'other')]);
+      expect(await state.getPartDigests('never')).toEqual([]);
+    });
+  });
+});
+
+describe('sqlite', () => {
+  it('stamps, the write log and the ETag index survive close and reopen', async () => {
+    const path = join(tempDir(), 'state.db');
+    const first = new SqliteStateStore(path, LIMITS);
+    await first.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 0, end: 40 });
+    await first.recordWrite('a', 'b', 'w', 'v2', 7);
+    await first.appendWriteLog({ at: new Date(), bucket: 'b', key: 'w', operation: 'PutObject', agent: 'a', newETag: 'v2' });
+    await first.putIndexedETag('b', 'w', 'up', 'v2');
+    await first.close();
+
+    const reopened = tracked(new SqliteStateStore(path, LIMITS));
+    expect(await reopened.getStamp('a', 'b', 'w')).toMatchObject({ etag: 'v2', full: true });
+    // The partial read carries on where it stopped.
+    expect(await reopened.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 40, end: 100 })).toMatchObject({ full: true });
+    expect((await reopened.listWriteLog({ limit: 10 })).map((e) => e.newETag)).toEqual(['v2']);
+    expect(await reopened.getIndexedETag('b', 'w', 'up')).toBe('v2');
+  });
+});
+
+describe.skipIf(!haveRedis)('redis', () => {
+  it('caskets with different prefixes share one Redis without seeing each other', async () => {
+    const one = tracked(await RedisStateStore.connect(redis!.url, LIMITS, { prefix: 'team-one:' }));
+    const two = tracked(await RedisStateStore.connect(redis!.url, LIMITS, { prefix: 'team-two:' }));
+    await one.recordWrite('a', 'b', 'k', 'v1', 1);
+    await one.appendWriteLog({ at: new Date(), bucket: 'b', key: 'k', operation: 'PutObject' });
+    expect(await two.getStamp('a', 'b', 'k')).toBeUndefined();
+    expect(await two.listStamps('a')).toEqual([]);
+    expect(await two.listWriteLog({ limit: 10 })).toEqual([]);
+    expect(await one.getStamp('a', 'b', 'k')).toBeDefined();
+  });
+
+  it('a Redis that is not there rejects connect within seconds', async () => {
+    const port = await freePort();
+    const started = Date.now();
+    await expect(RedisStateStore.connect(`redis://127.0.0.1:${port}`, LIMITS)).rejects.toThrow(/cannot connect to Redis at 127\.0\.0\.1/);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  it('a Redis that goes down rejects calls within seconds instead of hanging them', async () => {
+    const doomed = await startRedis();
+    try {
+      const state = tracked(await RedisStateStore.connect(doomed.url, LIMITS));
+      await state.recordWrite('a', 'b', 'k', 'v1', 1);
+      await doomed.stop();
+      for (const call of [
+        () => state.getStamp('a', 'b', 'k'),
+        () => state.recordRead('a', 'b', 'k', { etag: 'v1', size: 10, start: 0, end: 10 }),
+        () => state.listWriteLog({ limit: 10 }),
+      ]) {
+        const started = Date.now();
+        await expect(call()).rejects.toThrow();
+        expect(Date.now() - started).toBeLessThan(5000);
+      }
+    } finally {
+      await doomed.stop();
+    }
+  });
+});
