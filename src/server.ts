@@ -209,7 +209,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
   });
 
   const tls = config.tlsCert && config.tlsKey ? { cert: readFileSync(config.tlsCert), key: readFileSync(config.tlsKey) } : undefined;
-  const serverOptions = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 5_000 };
+  // Idle keep-alive connections stay open longer than clients' pools keep
+  // them, so a client never reuses a socket the server is closing that very
+  // moment ("socket hang up"); Node's 5 s default is shorter than most SDKs'.
+  const serverOptions = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 };
   const server = createAdaptorServer({
     fetch: app.fetch,
     // S3 responses are written straight to the socket (writeToNode); keep the

@@ -41,7 +41,8 @@ export async function signRequest(url: string, cred: Cred, r: RawRequest): Promi
   const u = new URL(url);
   const [pathname, query = ''] = r.path.split('?', 2);
   const body = Array.isArray(r.body) ? Buffer.concat(r.body) : (r.body ?? '');
-  const headers: Record<string, string> = { host: u.host, ...r.headers };
+  // A User-Agent as every SDK sends: without one casket shows the '<sha256>-1' ETag form (s3cmd sends none).
+  const headers: Record<string, string> = { host: u.host, 'user-agent': 'casket-tests', ...r.headers };
   if (r.body !== undefined && headers['content-length'] === undefined && headers['transfer-encoding'] === undefined) headers['content-length'] = String(body.length);
   if (r.unsigned) return { headers, path: r.path };
   headers['x-amz-content-sha256'] = r.payloadHash ?? sha256hex(body);
