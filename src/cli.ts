@@ -37,6 +37,9 @@ function generatedCredential(dataDir: string): { credential: Credential; created
 }
 
 async function main(): Promise<void> {
+  // File-backed bodies are written and fsynced on libuv's pool; 4 threads
+  // (the default) cap concurrent PUTs (measured: 2,850 → 3,700 PUT/s of files).
+  process.env.UV_THREADPOOL_SIZE ??= '16';
   const argv = process.argv.slice(2);
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(USAGE);

@@ -24,6 +24,7 @@ import { signedRequestFromNode } from './auth/sigv4.js';
 import { agentStamps, writeLog, type AdminResponse } from './admin.js';
 import { isS3Error } from './s3/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
+import { openS3Backend } from './backends/s3/index.js';
 import type { Backend } from './backends/types.js';
 import type { Config } from './config.js';
 import { Guard } from './guard/guard.js';
@@ -33,6 +34,7 @@ import type { Services } from './s3/context.js';
 import { handleS3, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
 import type { S3Response } from './s3/respond.js';
 import { MemoryStateStore } from './state/memory.js';
+import { RedisStateStore } from './state/redis.js';
 import { SqliteStateStore } from './state/sqlite.js';
 import type { StateStore } from './state/types.js';
 
@@ -91,7 +93,7 @@ async function webResponse(res: S3Response): Promise<Response> {
   return new Response(res.status === 204 || res.status === 304 ? null : body, { status: res.status, headers: res.headers });
 }
 
-function createState(config: Config): StateStore {
+async function createState(config: Config): Promise<StateStore> {
   const limits = { ttlMs: config.stateTtlSeconds * 1000, maxEntries: config.stateMaxEntries };
   switch (config.state) {
     case 'memory':
@@ -99,20 +101,32 @@ function createState(config: Config): StateStore {
     case 'sqlite':
       return new SqliteStateStore(join(config.dataDir, 'state.db'), limits);
     case 'redis':
-      throw new Error('--state redis is not available in this build');
+      return RedisStateStore.connect(config.redisUrl!, limits);
   }
 }
 
-function createBackend(config: Config): Backend {
-  if (config.upstream) throw new Error('--upstream is not available in this build');
+function createBackend(config: Config, state: StateStore, metrics: Metrics, log: Logger): Backend {
+  if (config.upstream) {
+    const upstream = config.upstream;
+    return openS3Backend({
+      ...upstream,
+      state,
+      spoolDir: join(config.dataDir, 'spool'),
+      // Replicas share the upstream (and a Redis state store): writes the upstream cannot make atomic are refused.
+      replicas: config.state === 'redis',
+      observe: (method, seconds) => metrics.upstream.observe({ method }, seconds),
+      onProbe: (result) => log.info({ upstream: upstream.url, capabilities: result.capabilities, note: result.note }, 'upstream conditional writes probed'),
+      onProbeError: (error) => log.warn({ upstream: upstream.url, err: error }, 'upstream probe failed; retried on the next conditional write'),
+    });
+  }
   return openFsBackend({ dataDir: join(config.dataDir, 'store'), fsync: config.fsync, minPartSize: config.minPartSize });
 }
 
 export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel)): Promise<Casket> {
   mkdirSync(config.dataDir, { recursive: true });
   const metrics = new Metrics();
-  const state = createState(config);
-  const backend = createBackend(config);
+  const state = await createState(config);
+  const backend = createBackend(config, state, metrics, log);
   const guard = new Guard(state, {
     mode: config.guard,
     agentWrites: config.agentWrites,

@@ -12,9 +12,11 @@ const SCHEMA = `
 CREATE TABLE IF NOT EXISTS stamps (
   agent TEXT NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
   etag TEXT NOT NULL, size INTEGER NOT NULL, full INTEGER NOT NULL, covered TEXT NOT NULL, at INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
   PRIMARY KEY (agent, bucket, key)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS stamps_at ON stamps(at);
+CREATE INDEX IF NOT EXISTS stamps_seq ON stamps(seq);
 CREATE TABLE IF NOT EXISTS write_log (
   id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
   operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT
@@ -59,6 +61,10 @@ export class SqliteStateStore implements StateStore {
   private readonly db: Database.Database;
   private readonly timer: NodeJS.Timeout;
   private readonly q;
+  /** Writes since the last prune: the caps hold between the once-a-minute prunes too. */
+  private writes = 0;
+  /** Touch order of stamps: the least recently touched is evicted first, even within one millisecond. */
+  private seq: number;
 
   constructor(path: string, private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {
     this.db = new Database(path);
@@ -70,7 +76,7 @@ export class SqliteStateStore implements StateStore {
     this.db.exec(SCHEMA);
     this.q = {
       getStamp: this.db.prepare<[string, string, string], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
-      putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       listStamps: this.db.prepare<[string, number], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND at >= ? ORDER BY bucket, key'),
       forget: this.db.prepare('DELETE FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
       appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
@@ -80,6 +86,7 @@ export class SqliteStateStore implements StateStore {
       getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number }>('SELECT part_number, sha256, md5, size FROM part_digests WHERE upload_id = ? ORDER BY part_number'),
       deleteParts: this.db.prepare('DELETE FROM part_digests WHERE upload_id = ?'),
     };
+    this.seq = (this.db.prepare('SELECT MAX(seq) AS seq FROM stamps').get() as { seq: number | null }).seq ?? 0;
     this.prune();
     this.timer = setInterval(() => this.prune(), 60_000);
     this.timer.unref();
@@ -93,7 +100,7 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM write_log WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM part_digests WHERE at < ?').run(cutoff);
-      this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
+      this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
       this.db.prepare('DELETE FROM etag_index WHERE (bucket, key, upstream_etag) IN (SELECT bucket, key, upstream_etag FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
     })();
@@ -104,15 +111,27 @@ export class SqliteStateStore implements StateStore {
   }
 
   private put(agent: string, bucket: string, key: string, s: ReadStamp): void {
-    this.q.putStamp.run(agent, bucket, key, s.etag, s.size, s.full ? 1 : 0, JSON.stringify(s.covered), s.at);
+    this.q.putStamp.run(agent, bucket, key, s.etag, s.size, s.full ? 1 : 0, JSON.stringify(s.covered), s.at, ++this.seq);
+    this.counted();
+  }
+
+  /** Prunes after every `slack` writes, so the store exceeds its cap by at most that many entries. */
+  private counted(): void {
+    const slack = Math.max(1, Math.min(1000, Math.floor(this.limits.maxEntries / 10)));
+    if (++this.writes >= slack) {
+      this.writes = 0;
+      this.prune();
+    }
   }
 
   async recordRead(agent: string, bucket: string, key: string, read: ReadEvent): Promise<ReadStamp> {
+    // IMMEDIATE: take the write lock before reading, so the merge is atomic even
+    // if another process ever shares the file (a deferred lock could fail to upgrade).
     return this.db.transaction(() => {
       const stamp = mergeRead(this.live(this.q.getStamp.get(agent, bucket, key)), read, Date.now());
       this.put(agent, bucket, key, stamp);
       return stamp;
-    })();
+    }).immediate();
   }
 
   async recordWrite(agent: string, bucket: string, key: string, etag: string, size: number): Promise<void> {
@@ -133,6 +152,7 @@ export class SqliteStateStore implements StateStore {
 
   async appendWriteLog(e: WriteLogEntry): Promise<void> {
     this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null);
+    this.counted();
   }
 
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {

@@ -135,8 +135,7 @@ const implementations: Implementation[] = [
       const store = tracked(new SqliteStateStore(join(tempDir(), 'state.db'), limits));
       return { store, replica: async () => store };
     },
-    // sqlite.ts trims to maxEntries only on open and once a minute (prune()).
-    gaps: [GAP_CAP, GAP_LOG_CAP],
+    gaps: [],
   },
   {
     name: 'redis',
