@@ -2,12 +2,19 @@
  * Starts a real casket process (the built dist/cli.js) on 127.0.0.1 port 0
  * with its own data dir and credentials file: one admin key and one key per
  * named agent. Integration tests drive it with real clients.
+ *
+ * With CASKET_TEST_UPSTREAM=moto (a moto server per casket) or =rgw (a Ceph
+ * RGW at CASKET_TEST_RGW_URL, see helpers/upstream.ts) casket runs in front of
+ * that upstream instead of its embedded store, so every integration test runs
+ * unchanged through the `s3` backend. `options.upstream` shares one upstream
+ * between several caskets (replicas).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { startUpstream, upstreamArgs, upstreamKindFromEnv, type Upstream } from './upstream.js';
 
 export interface Cred {
   accessKeyId: string;
@@ -21,6 +28,8 @@ export interface CasketOptions {
   env?: Record<string, string>;
   /** Reuse a data dir (restarts); default: a fresh temp dir. */
   dataDir?: string;
+  /** Run in front of this upstream (not stopped with casket). Default: per CASKET_TEST_UPSTREAM, or none. */
+  upstream?: Upstream;
 }
 
 export interface RunningCasket {
@@ -30,6 +39,8 @@ export interface RunningCasket {
   admin: Cred;
   agents: Record<string, Cred>;
   proc: ChildProcess;
+  /** The upstream casket proxies, when it is not on its embedded store. */
+  upstream?: Upstream;
   /** Every stdout line (JSON logs). */
   logs: string[];
   stop(): Promise<void>;
@@ -59,11 +70,19 @@ export async function startCasket(options: CasketOptions = {}): Promise<RunningC
       ],
     }),
   );
-  return launch(dataDir, credentialsFile, admin, agents, options, options.dataDir === undefined);
+  const kind = options.upstream ? undefined : upstreamKindFromEnv();
+  const owned = kind ? await startUpstream(kind) : undefined;
+  const upstream = options.upstream ?? owned;
+  try {
+    return await launch(dataDir, credentialsFile, admin, agents, options, options.dataDir === undefined, [], upstream, owned);
+  } catch (e) {
+    await owned?.stop();
+    throw e;
+  }
 }
 
-async function launch(dataDir: string, credentialsFile: string, admin: Cred, agents: Record<string, Cred>, options: CasketOptions, ownsDir: boolean, extraArgs: string[] = []): Promise<RunningCasket> {
-  const args = [CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(options.args ?? []), ...extraArgs];
+async function launch(dataDir: string, credentialsFile: string, admin: Cred, agents: Record<string, Cred>, options: CasketOptions, ownsDir: boolean, extraArgs: string[] = [], upstream?: Upstream, ownedUpstream?: Upstream): Promise<RunningCasket> {
+  const args = [CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(upstream ? upstreamArgs(upstream) : []), ...(options.args ?? []), ...extraArgs];
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let stderr = '';
@@ -102,10 +121,12 @@ async function launch(dataDir: string, credentialsFile: string, admin: Cred, age
     admin,
     agents,
     proc,
+    ...(upstream && { upstream }),
     logs,
     stop: async () => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       await exited;
+      await ownedUpstream?.stop();
       if (ownsDir) rmSync(dataDir, { recursive: true, force: true });
     },
     kill: async () => {
@@ -115,7 +136,7 @@ async function launch(dataDir: string, credentialsFile: string, admin: Cred, age
     restart: async (more = []) => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       await exited;
-      return launch(dataDir, credentialsFile, admin, agents, options, ownsDir, more);
+      return launch(dataDir, credentialsFile, admin, agents, options, ownsDir, more, upstream, ownedUpstream);
     },
   };
   return running;

@@ -1,0 +1,146 @@
+/**
+ * Which conditional writes the upstream enforces itself, learnt by a probe on
+ * a scratch key in a scratch bucket (or given by configuration).
+ *
+ * AWS S3 documents conditional writes on PutObject and CompleteMultipartUpload
+ * (If-None-Match, If-Match:
+ * https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html)
+ * and on DeleteObject (If-Match). Other implementations differ, measured on
+ * these machines:
+ *   - Ceph RGW 16: matches If-Match only UNQUOTED (a quoted ETag never
+ *     matches), answers 412 (not 404) for If-Match on a missing key, ignores
+ *     If-Match on DeleteObject and every condition on CompleteMultipartUpload.
+ *   - moto 5: ignores If-Match on CompleteMultipartUpload and on copy
+ *     destinations.
+ *   - MinIO: ignores conditional deletes.
+ * Hence a probe instead of a vendor table: for each operation it checks both
+ * that a wrong ETag is refused (412) and that the right one (quoted, else
+ * unquoted) goes through. An unreachable or read-only upstream yields the
+ * conservative answer (nothing enforced), and the backend then serializes
+ * in-process, or refuses when replicas share the upstream.
+ */
+import { randomBytes } from 'node:crypto';
+import { drain, readText, parseUpstreamXml, type UpstreamClient, type UpstreamResponse } from './client.js';
+
+export type ETagForm = 'quoted' | 'unquoted';
+
+export interface Capabilities {
+  /** If-Match on PutObject: enforced, and the form of ETag it matches; false: ignored. */
+  ifMatchPut: ETagForm | false;
+  /** If-None-Match: * on PutObject. */
+  ifNoneMatchPut: boolean;
+  /** If-Match on DeleteObject (in the form of ifMatchPut, or quoted). */
+  ifMatchDelete: boolean;
+  /** If-Match on CompleteMultipartUpload. */
+  ifMatchComplete: boolean;
+  /** If-None-Match: * on CompleteMultipartUpload. */
+  ifNoneMatchComplete: boolean;
+}
+
+export const NOTHING_ENFORCED: Capabilities = { ifMatchPut: false, ifNoneMatchPut: false, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false };
+
+export interface ProbeResult {
+  capabilities: Capabilities;
+  /** Where the probe ran, or why it could not. */
+  note: string;
+}
+
+export function unquote(etag: string): string {
+  return etag.trim().replace(/^W\//, '').replace(/^"(.*)"$/, '$1');
+}
+
+export function formatFor(form: ETagForm | false, etag: string): string {
+  return form === 'unquoted' ? etag : `"${etag}"`;
+}
+
+const BOGUS = 'f'.repeat(32);
+
+function refused(status: number): boolean {
+  return status === 412 || status === 409;
+}
+
+async function status(res: UpstreamResponse): Promise<number> {
+  await drain(res);
+  return res.status;
+}
+
+export async function probeCapabilities(client: UpstreamClient): Promise<ProbeResult> {
+  const scratch = `casket-probe-${randomBytes(6).toString('hex')}`;
+  let bucket = scratch;
+  let ownBucket = true;
+  const created = await client.send({ method: 'PUT', bucket: scratch });
+  if ((await status(created)) >= 300) {
+    // No right to create buckets: use a scratch key in a bucket that exists.
+    ownBucket = false;
+    const list = await client.send({ method: 'GET' });
+    const text = await readText(list);
+    const buckets = list.status < 300 ? ((parseUpstreamXml(text).ListAllMyBucketsResult as { Buckets?: { Bucket?: Array<{ Name?: string }> } })?.Buckets?.Bucket ?? []) : [];
+    const first = buckets[0]?.Name;
+    if (!first) return { capabilities: NOTHING_ENFORCED, note: `could not create a scratch bucket (HTTP ${created.status}) and no bucket to probe in: assuming no conditional writes are enforced` };
+    bucket = first;
+  }
+  const key = `.casket-probe/${randomBytes(8).toString('hex')}`;
+  const put = async (body: string, headers: Record<string, string> = {}) => {
+    const res = await client.send({ method: 'PUT', bucket, key, headers, body: { data: Buffer.from(body) } });
+    await drain(res);
+    return { status: res.status, etag: unquote(res.headers.etag ?? '') };
+  };
+  const exists = async () => (await status(await client.send({ method: 'HEAD', bucket, key }))) === 200;
+  const uploads: string[] = [];
+  const complete = async (headers: Record<string, string>) => {
+    const created = await client.xml({ method: 'POST', bucket, key, query: { uploads: '' } });
+    const uploadId = String((created.doc.InitiateMultipartUploadResult as { UploadId?: string })?.UploadId ?? '');
+    uploads.push(uploadId);
+    const part = await client.ok({ method: 'PUT', bucket, key, query: { partNumber: '1', uploadId }, body: { data: Buffer.from('part') } });
+    await drain(part);
+    const body = `<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>${part.headers.etag ?? ''}</ETag></Part></CompleteMultipartUpload>`;
+    const res = await client.send({ method: 'POST', bucket, key, query: { uploadId }, headers: { ...headers, 'content-type': 'application/xml' }, body: { data: Buffer.from(body) } });
+    const text = await readText(res);
+    // A 200 whose body is an <Error> is a refusal too.
+    const refusedInBody = res.status < 300 && /<Error>[\s\S]*<Code>(PreconditionFailed|ConditionalRequestConflict)<\/Code>/.test(text);
+    return refusedInBody ? 412 : res.status;
+  };
+
+  const caps: Capabilities = { ...NOTHING_ENFORCED };
+  try {
+    let current = (await put('a')).etag;
+    // If-None-Match: * on an existing key.
+    const inm = await put('b', { 'if-none-match': '*' });
+    caps.ifNoneMatchPut = refused(inm.status);
+    if (!caps.ifNoneMatchPut) current = (await put('a')).etag;
+    // If-Match: a wrong ETag must be refused, the right one accepted (quoted, else unquoted).
+    const wrong = await put('c', { 'if-match': `"${BOGUS}"` });
+    if (refused(wrong.status) || wrong.status === 404) {
+      for (const form of ['quoted', 'unquoted'] as const) {
+        const right = await put('c', { 'if-match': formatFor(form, current) });
+        if (right.status < 300) {
+          caps.ifMatchPut = form;
+          current = right.etag;
+          break;
+        }
+      }
+    } else {
+      current = (await put('a')).etag;
+    }
+    const form: ETagForm = caps.ifMatchPut || 'quoted';
+    // If-Match on DeleteObject.
+    const wrongDelete = await status(await client.send({ method: 'DELETE', bucket, key, headers: { 'if-match': formatFor(form, BOGUS) } }));
+    if (refused(wrongDelete) && (await exists())) {
+      const rightDelete = await status(await client.send({ method: 'DELETE', bucket, key, headers: { 'if-match': formatFor(form, current) } }));
+      caps.ifMatchDelete = rightDelete < 300 && !(await exists());
+    }
+    current = (await put('a')).etag;
+    // Conditions on CompleteMultipartUpload (the key exists).
+    if (refused(await complete({ 'if-match': formatFor(form, BOGUS) }))) {
+      caps.ifMatchComplete = (await complete({ 'if-match': formatFor(form, current) })) < 300;
+    }
+    await put('a');
+    caps.ifNoneMatchComplete = refused(await complete({ 'if-none-match': '*' }));
+    return { capabilities: caps, note: ownBucket ? `probed in scratch bucket ${bucket}` : `probed on scratch key ${key} in bucket ${bucket}` };
+  } finally {
+    const quietly = (req: Parameters<UpstreamClient['send']>[0]) => client.send(req).then(drain, () => {});
+    for (const uploadId of uploads) await quietly({ method: 'DELETE', bucket, key, query: { uploadId } });
+    await quietly({ method: 'DELETE', bucket, key });
+    if (ownBucket) await quietly({ method: 'DELETE', bucket });
+  }
+}

@@ -1,0 +1,333 @@
+/**
+ * The upstream S3 client of the `s3` backend: one signed HTTP request at a
+ * time, over a keep-alive pool, with the habits undici's README asks of every
+ * HTTP client ("always consume or cancel the response body").
+ *
+ * - Signing: AWS Signature V4 with @smithy/signature-v4 and the upstream's
+ *   credentials (never those casket issues to its clients). Path-style
+ *   addressing; the key is percent-encoded once (RFC 3986 unreserved kept) and
+ *   signed as is (`uriEscapePath: false`, the S3 rule of
+ *   https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html).
+ * - Bodies go up PLAIN: `Content-Length` and a literal `x-amz-content-sha256`,
+ *   never aws-chunked — Ceph RGW 16 rejects the STREAMING-*-TRAILER form
+ *   (measured). The body is a spooled file whose SHA-256 is already known.
+ * - Only headers casket chose are sent: nothing hop-by-hop, no `Expect`.
+ * - Timeouts: connecting (`connectTimeoutMs`) and idle sockets
+ *   (`idleTimeoutMs`, while waiting for a response or between body bytes), so
+ *   a down or stalled upstream turns into a retryable 503 instead of a client
+ *   hanging forever.
+ * - Failures: connection errors and timeouts → 503 ServiceUnavailable; an
+ *   upstream 503 → SlowDown; other 5xx → InternalError; 4xx with an S3 error
+ *   code casket knows → that S3Error (NoSuchBucket, NoSuchKey, NoSuchUpload,
+ *   InvalidPart, EntityTooSmall, BucketNotEmpty, ...); an upstream refusing
+ *   casket's own signature → InternalError (the client did nothing wrong).
+ *   Error responses per https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html.
+ */
+import { SignatureV4 } from '@smithy/signature-v4';
+import type { Checksum, SourceData } from '@smithy/types';
+import { XMLParser } from 'fast-xml-parser';
+import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ClientRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../s3/errors.js';
+
+export interface UpstreamClientOptions {
+  /** e.g. http://127.0.0.1:9000 (a path prefix is kept: http://host/prefix). */
+  url: string;
+  accessKey: string;
+  secretKey: string;
+  region: string;
+  connectTimeoutMs?: number;
+  idleTimeoutMs?: number;
+  /** Most sockets open to the upstream at once (default 256). */
+  maxSockets?: number;
+  /** Called with the method and seconds of every upstream request (metrics). */
+  observe?: (method: string, seconds: number) => void;
+}
+
+/** A body already on disk (spool.ts) or small in memory, with its SHA-256 known. */
+export type UpstreamBody = { file: string; size: number; sha256: string } | { data: Buffer; sha256?: string };
+
+export interface UpstreamRequest {
+  method: 'GET' | 'HEAD' | 'PUT' | 'POST' | 'DELETE';
+  bucket?: string;
+  key?: string;
+  /** Query parameters; '' for valueless ones (`?uploads`). */
+  query?: Record<string, string>;
+  headers?: Record<string, string>;
+  body?: UpstreamBody;
+}
+
+export interface UpstreamResponse {
+  status: number;
+  /** Lowercased names. */
+  headers: Record<string, string>;
+  /** Must be consumed or destroyed by the caller (see `text()` / `drain()`). */
+  body: IncomingMessage;
+}
+
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+
+/** node:crypto behind the Checksum interface @smithy/signature-v4 expects. */
+class NodeSha256 implements Checksum {
+  private hash: Hash | Hmac;
+  constructor(private readonly secret?: SourceData) {
+    this.hash = this.fresh();
+  }
+  private fresh(): Hash | Hmac {
+    return this.secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(this.secret));
+  }
+  update(data: Uint8Array): void {
+    this.hash.update(data);
+  }
+  async digest(): Promise<Uint8Array> {
+    return new Uint8Array(this.hash.digest());
+  }
+  reset(): void {
+    this.hash = this.fresh();
+  }
+}
+
+function toBuffer(data: SourceData): Buffer {
+  if (typeof data === 'string') return Buffer.from(data, 'utf8');
+  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return Buffer.from(data as ArrayBuffer);
+}
+
+/** RFC 3986 percent-encoding of everything but the unreserved characters. */
+export function encodeRfc3986(s: string): string {
+  return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+const xml = new XMLParser({
+  ignoreAttributes: true,
+  removeNSPrefix: true,
+  parseTagValue: false,
+  trimValues: false,
+  isArray: (name) => ['Contents', 'CommonPrefixes', 'Bucket', 'Part', 'Upload'].includes(name),
+});
+
+export function parseUpstreamXml(text: string): Record<string, unknown> {
+  return xml.parse(text) as Record<string, unknown>;
+}
+
+/**
+ * An upstream that could not be reached, reset the connection or stalled
+ * (ECONNREFUSED, ECONNRESET, ETIMEDOUT, ENOTFOUND, our own timeouts...): 503,
+ * which every S3 client retries.
+ */
+export function unreachable(error: Error & { code?: string }): S3Error {
+  return new S3Error('ServiceUnavailable', { message: `The upstream S3 endpoint is unavailable (${error.code ?? error.message}). Please retry.` });
+}
+
+/** Upstream error codes that are casket's fault, not the client's. */
+const CASKET_FAULT = new Set(['SignatureDoesNotMatch', 'InvalidAccessKeyId', 'AuthorizationHeaderMalformed', 'RequestTimeTooSkewed', 'XAmzContentSHA256Mismatch', 'InvalidDigest', 'BadDigest', 'MissingContentLength', 'IncompleteBody', 'ExpiredToken']);
+
+export class UpstreamClient {
+  private readonly base: URL;
+  private readonly signer: SignatureV4;
+  private readonly agent: HttpAgent | HttpsAgent;
+  private readonly connectTimeoutMs: number;
+  private readonly idleTimeoutMs: number;
+
+  constructor(private readonly options: UpstreamClientOptions) {
+    this.base = new URL(options.url);
+    this.signer = new SignatureV4({
+      credentials: { accessKeyId: options.accessKey, secretAccessKey: options.secretKey },
+      region: options.region,
+      service: 's3',
+      sha256: NodeSha256,
+      uriEscapePath: false,
+      applyChecksum: false,
+    });
+    const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 256, maxFreeSockets: 64, scheduling: 'lifo' as const };
+    this.agent = this.base.protocol === 'https:' ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+    this.connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 60_000;
+  }
+
+  get endpoint(): string {
+    return this.base.toString();
+  }
+
+  /** Sends one signed request; resolves once the response headers arrived. Network failures reject with a 503 S3Error. */
+  async send(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const basePath = this.base.pathname.replace(/\/+$/, '');
+    let path = basePath + '/';
+    if (req.bucket !== undefined) {
+      path += encodeRfc3986(req.bucket);
+      if (req.key !== undefined) path += '/' + req.key.split('/').map(encodeRfc3986).join('/');
+    }
+    const query = req.query ?? {};
+    const queryString = Object.keys(query)
+      .sort()
+      .map((k) => `${encodeRfc3986(k)}=${encodeRfc3986(query[k]!)}`)
+      .join('&');
+    const body = req.body;
+    const sha256 = body === undefined ? EMPTY_SHA256 : 'file' in body ? body.sha256 : (body.sha256 ?? createHash('sha256').update(body.data).digest('hex'));
+    const length = body === undefined ? 0 : 'file' in body ? body.size : body.data.length;
+    const headers: Record<string, string> = {
+      ...req.headers,
+      host: this.base.host,
+      'x-amz-content-sha256': sha256,
+    };
+    if (body !== undefined || req.method === 'PUT' || req.method === 'POST') headers['content-length'] = String(length);
+    const signed = await this.signer.sign({
+      method: req.method,
+      protocol: this.base.protocol,
+      hostname: this.base.hostname,
+      ...(this.base.port !== '' && { port: Number(this.base.port) }),
+      path,
+      query,
+      headers,
+    });
+    const started = process.hrtime.bigint();
+    const response = await new Promise<IncomingMessage>((resolve, reject) => {
+      const doRequest = this.base.protocol === 'https:' ? httpsRequest : httpRequest;
+      const outgoing: ClientRequest = doRequest({
+        protocol: this.base.protocol,
+        hostname: this.base.hostname,
+        port: this.base.port,
+        method: req.method,
+        path: queryString === '' ? path : `${path}?${queryString}`,
+        headers: signed.headers,
+        agent: this.agent,
+      });
+      let settled = false;
+      const fail = (error: Error & { code?: string }) => {
+        if (settled) return;
+        settled = true;
+        outgoing.destroy();
+        reject(unreachable(error));
+      };
+      outgoing.on('error', fail);
+      // Connect timeout: a fresh socket that does not connect in time.
+      outgoing.on('socket', (socket) => {
+        if ((socket as { connecting?: boolean }).connecting) {
+          const timer = setTimeout(() => fail(Object.assign(new Error('connect timeout'), { code: 'UPSTREAM_TIMEOUT' })), this.connectTimeoutMs);
+          socket.once('connect', () => clearTimeout(timer));
+          socket.once('close', () => clearTimeout(timer));
+        }
+      });
+      // Idle timeout: no byte in either direction for this long.
+      outgoing.setTimeout(this.idleTimeoutMs, () => {
+        const error = Object.assign(new Error('upstream idle timeout'), { code: 'UPSTREAM_TIMEOUT' });
+        if (!settled) fail(error);
+        else outgoing.destroy(error);
+      });
+      outgoing.on('response', (res) => {
+        settled = true;
+        this.options.observe?.(req.method, Number(process.hrtime.bigint() - started) / 1e9);
+        resolve(res);
+      });
+      if (body === undefined) outgoing.end();
+      else if ('data' in body) outgoing.end(body.data);
+      else {
+        const file = createReadStream(body.file);
+        file.on('error', (e) => fail(e));
+        outgoing.once('close', () => file.destroy());
+        file.pipe(outgoing);
+      }
+    });
+    return { status: response.statusCode ?? 0, headers: flatHeaders(response), body: response };
+  }
+
+  /** Sends and, on a non-2xx status, consumes the error body and throws the mapped S3Error. */
+  async ok(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const res = await this.send(req);
+    if (res.status >= 200 && res.status < 300) return res;
+    throw await errorFrom(res, req);
+  }
+
+  /** Sends, expects 2xx, reads the XML body. */
+  async xml(req: UpstreamRequest): Promise<{ res: UpstreamResponse; doc: Record<string, unknown> }> {
+    const res = await this.ok(req);
+    const text = await readText(res);
+    const doc = text.trim() === '' ? {} : parseUpstreamXml(text);
+    // CompleteMultipartUpload and copies may answer 200 with an <Error> body.
+    if (doc.Error !== undefined) throw mapError(res.status >= 300 ? res.status : 500, doc.Error as Record<string, unknown>, req);
+    return { res, doc };
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+function flatHeaders(res: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(',') : v;
+  return out;
+}
+
+/** Reads a (small) response body to text; network errors become 503. */
+export async function readText(res: UpstreamResponse, limit = 64 * 1024 * 1024): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body) {
+      size += (chunk as Buffer).length;
+      if (size > limit) {
+        res.body.destroy();
+        throw new S3Error('InternalError', 'upstream response too large');
+      }
+      chunks.push(chunk as Buffer);
+    }
+  } catch (e) {
+    if (e instanceof S3Error) throw e;
+    throw unreachable(e as Error);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Consumes and discards a response body (keeps the socket reusable). */
+export async function drain(res: UpstreamResponse): Promise<void> {
+  try {
+    for await (const _ of res.body) void _;
+  } catch {
+    /* the socket is gone anyway */
+  }
+}
+
+export async function errorFrom(res: UpstreamResponse, req: UpstreamRequest): Promise<S3Error> {
+  if (req.method === 'HEAD') {
+    await drain(res);
+    return mapError(res.status, {}, req);
+  }
+  return errorFromText(res.status, await readText(res).catch(() => ''), req);
+}
+
+/** The S3Error for an upstream error response whose body was already read. */
+export function errorFromText(status: number, text: string, req: UpstreamRequest): S3Error {
+  let fields: Record<string, unknown> = {};
+  try {
+    const doc = text.trim() === '' ? {} : parseUpstreamXml(text);
+    fields = (doc.Error as Record<string, unknown> | undefined) ?? {};
+  } catch {
+    /* not XML */
+  }
+  return mapError(status, fields, req);
+}
+
+function mapError(status: number, fields: Record<string, unknown>, req: UpstreamRequest): S3Error {
+  const code = typeof fields.Code === 'string' ? fields.Code : undefined;
+  const message = typeof fields.Message === 'string' ? fields.Message : undefined;
+  if (status === 503 || code === 'SlowDown') return new S3Error('SlowDown', message ? `upstream: ${message}` : undefined);
+  if (status >= 500) return new S3Error('InternalError', `The upstream S3 endpoint failed (${status}${code ? ` ${code}` : ''}). Please retry.`);
+  if (code !== undefined && CASKET_FAULT.has(code)) {
+    return new S3Error('InternalError', `The upstream refused casket's request (${code}${message ? `: ${message}` : ''}); check --upstream-access-key / --upstream-secret-key / --upstream-region.`);
+  }
+  const extra: Record<string, string> = {};
+  for (const name of ['Key', 'BucketName', 'UploadId', 'PartNumber', 'ETag', 'ProposedSize', 'MinSizeAllowed']) {
+    if (typeof fields[name] === 'string') extra[name] = fields[name] as string;
+  }
+  if (code !== undefined && code in S3_ERRORS) return new S3Error(code as S3ErrorCode, { ...(message !== undefined && { message }), fields: extra });
+  if (status === 404) {
+    if (req.key !== undefined && req.method === 'HEAD') return new S3Error('NoSuchKey');
+    return new S3Error(req.key !== undefined ? 'NoSuchKey' : 'NoSuchBucket');
+  }
+  if (status === 403) return new S3Error('AccessDenied', message ?? 'The upstream denied access.');
+  if (status === 412) return new S3Error('PreconditionFailed');
+  return new S3Error('InvalidRequest', `upstream answered ${status}${code ? ` ${code}` : ''}${message ? `: ${message}` : ''}`);
+}

@@ -1,0 +1,197 @@
+/**
+ * casket ETags for objects that live on an upstream (DESIGN §2).
+ *
+ * The ETag casket shows is the SHA-256 of the content (or, for a multipart
+ * object, the SHA-256 of the concatenated 32-byte part digests, `-N`). An
+ * upstream has its own ETags (usually MD5-based), so casket keeps its ETag:
+ *   1. with the object, as `x-amz-meta-casket-sha256` (single-part writes);
+ *   2. in the StateStore, keyed by (bucket, key, upstream ETag), so
+ *      ListObjects can rewrite every ETag without a HEAD per key. The key
+ *      includes the upstream's ETag, which changes whenever the object does,
+ *      so an entry can be missing but never stale. Multipart objects also
+ *      keep their part sizes (for GET ?partNumber=) under `<etag>#parts`.
+ *   3. otherwise — objects written around casket — it is computed by reading
+ *      the object once (each part by ?partNumber= for a multipart one, as in
+ *      https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html),
+ *      with If-Match on the upstream ETag so the bytes hashed are exactly that
+ *      version, and then indexed.
+ * Metadata casket writes (`casket-*`) is hidden from clients.
+ */
+import { createHash } from 'node:crypto';
+import type { StateStore } from '../../state/types.js';
+import type { ObjectHeaders, ObjectInfo } from '../types.js';
+import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
+import { formatFor, unquote, type ETagForm } from './capabilities.js';
+
+export const META_SHA256 = 'casket-sha256';
+export const META_WRITER = 'casket-writer';
+const CASKET_META = 'casket-';
+
+/** The current version as the upstream describes it, with casket's ETag resolved. */
+export interface UpstreamObject {
+  info: ObjectInfo;
+  upstreamETag: string;
+}
+
+/** The object changed under a read that was pinned to one upstream ETag. */
+export class VersionChanged extends Error {
+  constructor() {
+    super('the upstream object changed while it was being read');
+    this.name = 'VersionChanged';
+  }
+}
+
+export function multipartETag(partDigests: readonly Buffer[]): string {
+  const hash = createHash('sha256');
+  for (const digest of partDigests) hash.update(digest);
+  return `${hash.digest('hex')}-${partDigests.length}`;
+}
+
+const HEADER_NAMES: Array<[keyof ObjectHeaders, string]> = [
+  ['contentType', 'content-type'],
+  ['contentEncoding', 'content-encoding'],
+  ['contentDisposition', 'content-disposition'],
+  ['contentLanguage', 'content-language'],
+  ['cacheControl', 'cache-control'],
+  ['expires', 'expires'],
+];
+
+/** ObjectHeaders and user metadata as upstream request headers (casket-* names dropped from user metadata). */
+export function upstreamObjectHeaders(headers: ObjectHeaders, metadata: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, name] of HEADER_NAMES) if (headers[field] !== undefined) out[name] = headers[field]!;
+  for (const [name, value] of Object.entries(metadata)) if (!name.toLowerCase().startsWith(CASKET_META)) out[`x-amz-meta-${name.toLowerCase()}`] = value;
+  return out;
+}
+
+export function objectHeadersFrom(h: Record<string, string>): ObjectHeaders {
+  const out: ObjectHeaders = {};
+  for (const [field, name] of HEADER_NAMES) if (h[name] !== undefined) out[field] = h[name];
+  return out;
+}
+
+/** x-amz-meta-* from upstream response headers, casket's own entries hidden. */
+export function userMetadataFrom(h: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(h)) {
+    if (!name.startsWith('x-amz-meta-')) continue;
+    const short = name.slice('x-amz-meta-'.length);
+    if (!short.startsWith(CASKET_META)) out[short] = value;
+  }
+  return out;
+}
+
+export class ETagResolver {
+  private readonly computing = new Map<string, Promise<{ etag: string; partSizes?: number[] }>>();
+
+  constructor(
+    private readonly client: UpstreamClient,
+    private readonly state: StateStore,
+    private readonly ifMatchForm: () => Promise<ETagForm | false>,
+  ) {}
+
+  async remember(bucket: string, key: string, upstreamETag: string, etag: string, partSizes?: number[]): Promise<void> {
+    await this.state.putIndexedETag(bucket, key, upstreamETag, etag);
+    if (partSizes) await this.state.putIndexedETag(bucket, key, `${upstreamETag}#parts`, JSON.stringify(partSizes));
+  }
+
+  /** From the index only (listing); undefined when not indexed. */
+  async indexed(bucket: string, key: string, upstreamETag: string): Promise<{ etag: string; partSizes?: number[] } | undefined> {
+    const etag = await this.state.getIndexedETag(bucket, key, upstreamETag);
+    if (etag === undefined) return undefined;
+    if (!etag.includes('-')) return { etag };
+    const sizes = await this.state.getIndexedETag(bucket, key, `${upstreamETag}#parts`);
+    return sizes === undefined ? { etag } : { etag, partSizes: JSON.parse(sizes) as number[] };
+  }
+
+  /**
+   * casket's ETag of the version a HEAD/GET response describes: its casket
+   * metadata, else the index, else computed by reading it (throws
+   * VersionChanged if the object changed meanwhile).
+   */
+  async resolve(bucket: string, key: string, h: Record<string, string>): Promise<UpstreamObject> {
+    const upstreamETag = unquote(h.etag ?? '');
+    const size = Number(h['content-length'] ?? 0);
+    const meta = h[`x-amz-meta-${META_SHA256}`];
+    let resolved: { etag: string; partSizes?: number[] } | undefined;
+    if (meta !== undefined && /^[0-9a-f]{64}$/.test(meta) && !upstreamETag.includes('-')) {
+      resolved = { etag: meta };
+      // Index it so listings need no HEAD for this version.
+      void this.state.putIndexedETag(bucket, key, upstreamETag, meta).catch(() => {});
+    } else {
+      resolved = (await this.indexed(bucket, key, upstreamETag)) ?? (await this.compute(bucket, key, upstreamETag, size));
+    }
+    const writer = h[`x-amz-meta-${META_WRITER}`];
+    const info: ObjectInfo = {
+      bucket,
+      key,
+      etag: resolved.etag,
+      size,
+      lastModified: h['last-modified'] ? new Date(h['last-modified']) : new Date(0),
+      headers: objectHeadersFrom(h),
+      metadata: userMetadataFrom(h),
+      ...(resolved.partSizes && { partSizes: resolved.partSizes }),
+      ...(writer !== undefined && { writer }),
+    };
+    return { info, upstreamETag };
+  }
+
+  /** Reads the version once and indexes its SHA-256 ETag (deduplicated across concurrent callers). */
+  compute(bucket: string, key: string, upstreamETag: string, size: number): Promise<{ etag: string; partSizes?: number[] }> {
+    const id = `${bucket}\0${key}\0${upstreamETag}`;
+    let pending = this.computing.get(id);
+    if (!pending) {
+      pending = this.read(bucket, key, upstreamETag, size).finally(() => this.computing.delete(id));
+      this.computing.set(id, pending);
+    }
+    return pending;
+  }
+
+  private async read(bucket: string, key: string, upstreamETag: string, size: number): Promise<{ etag: string; partSizes?: number[] }> {
+    const form = await this.ifMatchForm();
+    const pin: Record<string, string> = form ? { 'if-match': formatFor(form, upstreamETag) } : {};
+    const m = /-(\d+)$/.exec(upstreamETag);
+    if (!m) {
+      const { sha256 } = await this.hash(await this.client.send({ method: 'GET', bucket, key, headers: pin }), bucket, key, upstreamETag);
+      const etag = sha256.toString('hex');
+      await this.remember(bucket, key, upstreamETag, etag);
+      return { etag };
+    }
+    const count = Number(m[1]);
+    const digests: Buffer[] = [];
+    const sizes: number[] = [];
+    for (let n = 1; n <= count; n++) {
+      const res = await this.client.send({ method: 'GET', bucket, key, query: { partNumber: String(n) }, headers: pin });
+      const part = await this.hash(res, bucket, key, upstreamETag);
+      digests.push(part.sha256);
+      sizes.push(part.size);
+    }
+    if (sizes.reduce((a, b) => a + b, 0) !== size && size !== 0) throw new VersionChanged();
+    const etag = multipartETag(digests);
+    await this.remember(bucket, key, upstreamETag, etag, sizes);
+    return { etag, partSizes: sizes };
+  }
+
+  private async hash(res: UpstreamResponse, bucket: string, key: string, upstreamETag: string): Promise<{ sha256: Buffer; size: number }> {
+    if (res.status === 412 || res.status === 404) {
+      await drain(res);
+      throw new VersionChanged();
+    }
+    if (res.status >= 300) throw await errorFrom(res, { method: 'GET', bucket, key });
+    if (res.headers.etag !== undefined && unquote(res.headers.etag) !== upstreamETag) {
+      res.body.destroy();
+      throw new VersionChanged();
+    }
+    const hash = createHash('sha256');
+    let size = 0;
+    try {
+      for await (const chunk of res.body) {
+        hash.update(chunk as Buffer);
+        size += (chunk as Buffer).length;
+      }
+    } catch (e) {
+      throw unreachable(e as Error);
+    }
+    return { sha256: hash.digest(), size };
+  }
+}
