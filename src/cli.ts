@@ -60,6 +60,15 @@ async function main(): Promise<void> {
     generated = g.credential;
   }
   const casket = await startCasket(config, credentials, log);
+  // The banner first: whoever waits for the ready line can read it already.
+  if (generated) {
+    process.stderr.write(
+      `\ncasket is serving S3 at ${casket.url}\n` +
+        `  access key: ${generated.accessKeyId}\n  secret key: ${generated.secretAccessKey}\n` +
+        `  (kept in ${join(config.dataDir, 'credentials.json')})\n` +
+        `  try: AWS_ACCESS_KEY_ID=${generated.accessKeyId} AWS_SECRET_ACCESS_KEY=... aws --endpoint-url ${casket.url} s3 ls\n\n`,
+    );
+  }
   log.info(
     {
       endpoint: casket.url,
@@ -72,14 +81,6 @@ async function main(): Promise<void> {
     },
     'casket is ready',
   );
-  if (generated) {
-    process.stderr.write(
-      `\ncasket is serving S3 at ${casket.url}\n` +
-        `  access key: ${generated.accessKeyId}\n  secret key: ${generated.secretAccessKey}\n` +
-        `  (kept in ${join(config.dataDir, 'credentials.json')})\n` +
-        `  try: AWS_ACCESS_KEY_ID=${generated.accessKeyId} AWS_SECRET_ACCESS_KEY=... aws --endpoint-url ${casket.url} s3 ls\n\n`,
-    );
-  }
   let closing = false;
   const stop = (signal: string) => {
     if (closing) return;
