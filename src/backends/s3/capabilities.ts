@@ -20,7 +20,7 @@
  * in-process, or refuses when replicas share the upstream.
  */
 import { randomBytes } from 'node:crypto';
-import { drain, readText, parseUpstreamXml, type UpstreamClient, type UpstreamResponse } from './client.js';
+import { drain, readText, parseUpstreamXml, rootOf, type UpstreamClient, type UpstreamResponse } from './client.js';
 
 export type ETagForm = 'quoted' | 'unquoted';
 
@@ -74,7 +74,7 @@ export async function probeCapabilities(client: UpstreamClient): Promise<ProbeRe
     ownBucket = false;
     const list = await client.send({ method: 'GET' });
     const text = await readText(list);
-    const buckets = list.status < 300 ? ((parseUpstreamXml(text).ListAllMyBucketsResult as { Buckets?: { Bucket?: Array<{ Name?: string }> } })?.Buckets?.Bucket ?? []) : [];
+    const buckets = list.status < 300 ? (rootOf<{ Buckets?: { Bucket?: Array<{ Name?: string }> } }>(parseUpstreamXml(text)).Buckets?.Bucket ?? []) : [];
     const first = buckets[0]?.Name;
     if (!first) return { capabilities: NOTHING_ENFORCED, note: `could not create a scratch bucket (HTTP ${created.status}) and no bucket to probe in: assuming no conditional writes are enforced` };
     bucket = first;
@@ -89,7 +89,7 @@ export async function probeCapabilities(client: UpstreamClient): Promise<ProbeRe
   const uploads: string[] = [];
   const complete = async (headers: Record<string, string>) => {
     const created = await client.xml({ method: 'POST', bucket, key, query: { uploads: '' } });
-    const uploadId = String((created.doc.InitiateMultipartUploadResult as { UploadId?: string })?.UploadId ?? '');
+    const uploadId = String(rootOf<{ UploadId?: string }>(created.doc).UploadId ?? '');
     uploads.push(uploadId);
     const part = await client.ok({ method: 'PUT', bucket, key, query: { partNumber: '1', uploadId }, body: { data: Buffer.from('part') } });
     await drain(part);

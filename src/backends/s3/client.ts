@@ -113,6 +113,15 @@ export function parseUpstreamXml(text: string): Record<string, unknown> {
 }
 
 /**
+ * The root element's content, whatever its name: upstreams differ (moto
+ * answers ListParts with <ListPartsResponse>, AWS with <ListPartsResult>).
+ */
+export function rootOf<T>(doc: Record<string, unknown>): Partial<T> {
+  for (const [name, value] of Object.entries(doc)) if (!name.startsWith('?') && value !== null && typeof value === 'object') return value as Partial<T>;
+  return {};
+}
+
+/**
  * An upstream that could not be reached, reset the connection or stalled
  * (ECONNREFUSED, ECONNRESET, ETIMEDOUT, ENOTFOUND, our own timeouts...): 503,
  * which every S3 client retries.

@@ -64,7 +64,7 @@ import {
   type WriteOptions,
 } from '../types.js';
 import { NOTHING_ENFORCED, formatFor, probeCapabilities, unquote, type Capabilities, type ProbeResult } from './capabilities.js';
-import { drain, errorFrom, errorFromText, readText, UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './client.js';
+import { drain, errorFrom, errorFromText, readText, rootOf, UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './client.js';
 import { ETagResolver, META_SHA256, META_WRITER, multipartETag, upstreamObjectHeaders, VersionChanged, type UpstreamObject } from './etags.js';
 import { KeyLock } from './key-lock.js';
 import { compareKeys, validateBucketName, validateKey } from './names.js';
@@ -157,7 +157,7 @@ export class S3Backend implements Backend {
 
   async listBuckets(): Promise<BucketInfo[]> {
     const { doc } = await this.client.xml({ method: 'GET' });
-    const list = (doc.ListAllMyBucketsResult as { Buckets?: { Bucket?: Array<{ Name?: string; CreationDate?: string }> } } | undefined)?.Buckets?.Bucket ?? [];
+    const list = rootOf<{ Buckets?: { Bucket?: Array<{ Name?: string; CreationDate?: string }> } }>(doc).Buckets?.Bucket ?? [];
     return list
       .filter((b) => typeof b.Name === 'string' && !b.Name.startsWith('casket-probe-'))
       .map((b) => ({ name: b.Name!, creationDate: b.CreationDate ? new Date(b.CreationDate) : new Date(0) }));
@@ -258,11 +258,11 @@ export class S3Backend implements Backend {
       return { objects: [], commonPrefixes: [], isTruncated: false };
     }
     const { doc } = await this.client.xml({ method: 'GET', bucket, query });
-    const result = (doc.ListBucketResult ?? {}) as {
+    const result = rootOf<{
       Contents?: Array<{ Key?: string; ETag?: string; Size?: string; LastModified?: string }>;
       CommonPrefixes?: Array<{ Prefix?: string }>;
       IsTruncated?: string;
-    };
+    }>(doc);
     const contents = (result.Contents ?? []).filter((c) => typeof c.Key === 'string');
     const objects = await mapLimit(contents, 8, async (c): Promise<ObjectInfo | undefined> => {
       const key = c.Key!;
@@ -287,7 +287,7 @@ export class S3Backend implements Backend {
   async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>): Promise<MultipartUploadInfo> {
     validateKey(key);
     const { doc } = await this.client.xml({ method: 'POST', bucket, key, query: { uploads: '' }, headers: upstreamObjectHeaders(headers, metadata) });
-    const uploadId = (doc.InitiateMultipartUploadResult as { UploadId?: string } | undefined)?.UploadId;
+    const uploadId = rootOf<{ UploadId?: string }>(doc).UploadId;
     if (!uploadId) throw new S3Error('InternalError', 'The upstream did not return an UploadId.');
     return { bucket, key, uploadId, initiated: new Date(), headers, metadata: withoutCasketMeta(metadata) };
   }
@@ -376,7 +376,7 @@ export class S3Backend implements Backend {
     const query: Record<string, string> = { uploadId, 'max-parts': String(Math.max(1, params.maxParts)) };
     if (params.partNumberMarker > 0) query['part-number-marker'] = String(params.partNumberMarker);
     const { doc } = await this.client.xml({ method: 'GET', bucket, key, query });
-    const result = (doc.ListPartsResult ?? {}) as { Part?: Array<{ PartNumber?: string; ETag?: string; Size?: string; LastModified?: string }>; IsTruncated?: string; NextPartNumberMarker?: string };
+    const result = rootOf<{ Part?: Array<{ PartNumber?: string; ETag?: string; Size?: string; LastModified?: string }>; IsTruncated?: string; NextPartNumberMarker?: string }>(doc);
     const upload: MultipartUploadInfo = { bucket, key, uploadId, initiated: new Date(0), headers: {}, metadata: {} };
     if (params.maxParts <= 0) return { upload, parts: [], isTruncated: false };
     const digests = new Map((await this.options.state.getPartDigests(uploadId)).map((d) => [d.partNumber, d]));
@@ -403,13 +403,13 @@ export class S3Backend implements Backend {
     if (params.keyMarker && params.uploadIdMarker) query['upload-id-marker'] = params.uploadIdMarker;
     const { doc } = await this.client.xml({ method: 'GET', bucket, query });
     if (params.maxUploads <= 0) return { uploads: [], commonPrefixes: [], isTruncated: false };
-    const result = (doc.ListMultipartUploadsResult ?? {}) as {
+    const result = rootOf<{
       Upload?: Array<{ Key?: string; UploadId?: string; Initiated?: string }>;
       CommonPrefixes?: Array<{ Prefix?: string }>;
       IsTruncated?: string;
       NextKeyMarker?: string;
       NextUploadIdMarker?: string;
-    };
+    }>(doc);
     const uploads = (result.Upload ?? []).map((u): MultipartUploadInfo => ({
       bucket,
       key: u.Key ?? '',
@@ -490,7 +490,7 @@ export class S3Backend implements Backend {
       const query: Record<string, string> = { uploadId, 'max-parts': '1000' };
       if (marker > 0) query['part-number-marker'] = String(marker);
       const { doc } = await this.client.xml({ method: 'GET', bucket, key, query });
-      const result = (doc.ListPartsResult ?? {}) as { Part?: Array<{ PartNumber?: string; ETag?: string; Size?: string }>; IsTruncated?: string; NextPartNumberMarker?: string };
+      const result = rootOf<{ Part?: Array<{ PartNumber?: string; ETag?: string; Size?: string }>; IsTruncated?: string; NextPartNumberMarker?: string }>(doc);
       for (const p of result.Part ?? []) parts.set(Number(p.PartNumber), { etag: unquote(p.ETag ?? '').toLowerCase(), size: Number(p.Size ?? 0) });
       if (result.IsTruncated !== 'true' || !result.NextPartNumberMarker || Number(result.NextPartNumberMarker) <= marker) return parts;
       marker = Number(result.NextPartNumberMarker);
