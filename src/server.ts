@@ -135,7 +135,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       log.info({ ...context, reason, enforced }, enforced ? 'write refused' : 'write would be refused (observe mode)');
     },
   });
-  const services: Services = { backend, guard, state, region: config.region };
+  const services: Services = { backend, guard, state, region: config.region, log };
   const byKey = new Map(credentials.map((c) => [c.accessKeyId, c]));
   const options: HandleOptions = {
     lookup: (id) => byKey.get(id),

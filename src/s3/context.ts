@@ -9,6 +9,7 @@ import { createPayload } from '../auth/payload.js';
 import type { Backend, Payload } from '../backends/types.js';
 import type { Guard } from '../guard/guard.js';
 import type { StateStore } from '../state/types.js';
+import type { Logger } from '../log.js';
 import type { Operation } from './operations.js';
 import type { S3Response } from './respond.js';
 
@@ -43,6 +44,8 @@ export interface Services {
   state: StateStore;
   /** Region GetBucketLocation reports. */
   region: string;
+  /** Failures that happen after the response is sent (read stamps) are logged here. */
+  log: Pick<Logger, 'error' | 'warn' | 'info'>;
 }
 
 export type Handler = (ctx: RequestContext, services: Services) => Promise<S3Response>;

@@ -47,7 +47,7 @@ function headers(ctx: RequestContext, info: ObjectInfo, sel: Selection): { statu
   return { status: 206, headers: { ...h, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${info.size}` } };
 }
 
-export const GetObject: Handler = async (ctx, { backend, guard }) => {
+export const GetObject: Handler = async (ctx, { backend, guard, log }) => {
   const { bucket, key } = requireKey(ctx);
   checkVersion(ctx);
   const reader = await backend.getObject(bucket, key);
@@ -59,7 +59,10 @@ export const GetObject: Handler = async (ctx, { backend, guard }) => {
   const end = sel.range ? sel.range.end + 1 : info.size;
   const response: S3Response = { ...headers(ctx, info, sel), body: reader.open(sel.range) };
   const agent = ctx.agent;
-  if (agent) response.onFinish = (complete) => void guard.recordRead(agent, info, start, end, complete).catch(() => {});
+  if (agent) {
+    response.onFinish = (complete) =>
+      void guard.recordRead(agent, info, start, end, complete).catch((err: unknown) => log.error({ err, requestId: ctx.requestId, agent, bucket, key }, 'read stamp not recorded'));
+  }
   return response;
 };
 
