@@ -14,7 +14,9 @@
  *      the object once (each part by ?partNumber= for a multipart one, as in
  *      https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html),
  *      with If-Match on the upstream ETag so the bytes hashed are exactly that
- *      version, and then indexed.
+ *      version, and then indexed. An upstream that ignores ?partNumber=
+ *      (moto 5, measured) gives no part boundaries: such an object's ETag is
+ *      then the SHA-256 of its whole content, without the `-N` suffix.
  * Metadata casket writes (`casket-*`) is hidden from clients.
  */
 import { createHash } from 'node:crypto';
@@ -162,7 +164,18 @@ export class ETagResolver {
     const sizes: number[] = [];
     for (let n = 1; n <= count; n++) {
       const res = await this.client.send({ method: 'GET', bucket, key, query: { partNumber: String(n) }, headers: pin });
+      const honoured = res.headers['x-amz-mp-parts-count'] !== undefined || res.status === 206;
       const part = await this.hash(res, bucket, key, upstreamETag);
+      if (n === 1 && !honoured && res.status === 200) {
+        // The upstream ignores ?partNumber= (moto 5 answers with the whole
+        // object): part boundaries are unknowable, so the ETag is the SHA-256
+        // of the whole content, as for a single-part object. Consistent and
+        // never stale, but not the composite form.
+        if (part.size !== size) throw new VersionChanged();
+        const etag = part.sha256.toString('hex');
+        await this.remember(bucket, key, upstreamETag, etag);
+        return { etag };
+      }
       digests.push(part.sha256);
       sizes.push(part.size);
     }

@@ -1,0 +1,246 @@
+/**
+ * The `s3` backend in-process against a real moto server: the capability
+ * probe, ETags of objects written around casket (read, listed, conditionally
+ * overwritten, never stale), refusals where atomicity is impossible
+ * (replicas), upstream timeouts, and bodies that fail before their end
+ * leaving nothing upstream or in the spool.
+ */
+import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObjectCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPayload } from '../../../src/auth/payload.js';
+import { openS3Backend, probeCapabilities, type S3Backend } from '../../../src/backends/s3/index.js';
+import { UpstreamClient } from '../../../src/backends/s3/client.js';
+import { ConditionFailed, type Payload } from '../../../src/backends/types.js';
+import { S3Error } from '../../../src/s3/errors.js';
+import { MemoryStateStore } from '../../../src/state/memory.js';
+import { DEFAULT_STATE_LIMITS } from '../../../src/state/types.js';
+import { startMoto, type Upstream } from '../../helpers/upstream.js';
+
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
+const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
+
+function payload(data: Buffer | string, md5 = false): Payload {
+  const bytes = Buffer.from(data);
+  return createPayload(Readable.from([bytes]), { auth: null, headers: { 'content-length': String(bytes.length) }, md5 });
+}
+
+/** A payload whose source dies half-way, as a client disconnecting mid-upload. */
+function brokenPayload(size: number): Payload {
+  const source = new Readable({ read() {} });
+  source.push(randomBytes(size / 2));
+  setTimeout(() => source.destroy(new Error('client went away')), 20);
+  return createPayload(source, { auth: null, headers: { 'content-length': String(size) }, md5: true });
+}
+
+async function bytes(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+let moto: Upstream;
+let direct: S3Client;
+const dirs: string[] = [];
+const backends: S3Backend[] = [];
+
+function backend(options: { replicas?: boolean; idleTimeoutMs?: number; url?: string } = {}): S3Backend {
+  const dir = mkdtempSync(join(tmpdir(), 'casket-s3-'));
+  dirs.push(dir);
+  const b = openS3Backend({ url: options.url ?? moto.url, accessKey: moto.accessKey, secretKey: moto.secretKey, region: moto.region, state: new MemoryStateStore(DEFAULT_STATE_LIMITS), spoolDir: join(dir, 'spool'), ...options });
+  backends.push(b);
+  return b;
+}
+
+beforeAll(async () => {
+  moto = await startMoto();
+  direct = new S3Client({ endpoint: moto.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: moto.accessKey, secretAccessKey: moto.secretKey } });
+});
+afterAll(async () => {
+  direct?.destroy();
+  for (const b of backends) await b.close();
+  await moto?.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('capability probe', () => {
+  it('measures what moto 5 enforces: If-Match (quoted) and If-None-Match on PUT, If-Match on DELETE, If-None-Match but not If-Match on Complete', async () => {
+    const client = new UpstreamClient({ url: moto.url, accessKey: moto.accessKey, secretKey: moto.secretKey, region: moto.region });
+    const result = await probeCapabilities(client);
+    client.close();
+    expect(result.capabilities).toEqual({ ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true });
+    expect(result.note).toMatch(/scratch bucket casket-probe-/);
+    // The scratch bucket is gone.
+    const b = backend();
+    expect((await b.listBuckets()).map((x) => x.name).filter((n) => n.startsWith('casket-probe-'))).toEqual([]);
+  });
+});
+
+describe('objects written around casket', () => {
+  it('are read, listed and conditionally overwritten with their SHA-256 ETag, never a stale one', async () => {
+    const b = backend();
+    await b.createBucket('around');
+    await direct.send(new PutObjectCommand({ Bucket: 'around', Key: 'doc', Body: 'written directly', Metadata: { who: 'someone' } }));
+    const head = await b.headObject('around', 'doc');
+    expect(head?.etag).toBe(sha('written directly'));
+    expect(head?.metadata).toEqual({ who: 'someone' });
+    const reader = await b.getObject('around', 'doc');
+    expect(reader?.info.etag).toBe(sha('written directly'));
+    expect((await bytes(reader!.open())).toString()).toBe('written directly');
+    const list = await b.listObjects('around', { prefix: '', maxKeys: 1000 });
+    expect(list.objects.map((o) => [o.key, o.etag])).toEqual([['doc', sha('written directly')]]);
+
+    // Changed directly again: the new ETag shows everywhere, not the indexed one.
+    await direct.send(new PutObjectCommand({ Bucket: 'around', Key: 'doc', Body: 'changed directly' }));
+    expect((await b.headObject('around', 'doc'))?.etag).toBe(sha('changed directly'));
+    expect((await b.listObjects('around', { prefix: '', maxKeys: 1000 })).objects[0]?.etag).toBe(sha('changed directly'));
+
+    // A write conditioned on the first version loses, with the current one.
+    const stale = await b.putObject('around', 'doc', payload('mine'), { condition: { type: 'if-match', etags: [sha('written directly')] }, headers: {}, metadata: {} }).catch((e: unknown) => e);
+    expect(stale).toBeInstanceOf(ConditionFailed);
+    expect((stale as ConditionFailed).current?.etag).toBe(sha('changed directly'));
+    const ok = await b.putObject('around', 'doc', payload('mine'), { condition: { type: 'if-match', etags: [sha('changed directly')] }, headers: {}, metadata: { 'casket-sha256': 'forged' }, writer: 'agent-a' });
+    expect(ok.etag).toBe(sha('mine'));
+    const after = await b.headObject('around', 'doc');
+    expect(after).toMatchObject({ etag: sha('mine'), writer: 'agent-a', metadata: {} });
+  });
+
+  it('gets a SHA-256 ETag for a multipart object uploaded directly (whole-content on moto, which ignores ?partNumber=)', async () => {
+    const b = backend();
+    await b.createBucket('around-mp');
+    const part1 = randomBytes(5 * 1024 * 1024);
+    const part2 = Buffer.from('tail');
+    const { UploadId } = await direct.send(new CreateMultipartUploadCommand({ Bucket: 'around-mp', Key: 'big' }));
+    const p1 = await direct.send(new UploadPartCommand({ Bucket: 'around-mp', Key: 'big', UploadId, PartNumber: 1, Body: part1 }));
+    const p2 = await direct.send(new UploadPartCommand({ Bucket: 'around-mp', Key: 'big', UploadId, PartNumber: 2, Body: part2 }));
+    await direct.send(new CompleteMultipartUploadCommand({ Bucket: 'around-mp', Key: 'big', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.ETag }] } }));
+    // moto 5 ignores GET ?partNumber= (it answers with the whole object), so
+    // the part boundaries are unknowable: the ETag is the SHA-256 of the whole
+    // content. (On an upstream that honours partNumber it is the composite.)
+    const expected = sha(Buffer.concat([part1, part2]));
+    const list = await b.listObjects('around-mp', { prefix: '', maxKeys: 10 });
+    expect(list.objects[0]?.etag).toBe(expected);
+    const head = await b.headObject('around-mp', 'big');
+    expect(head).toMatchObject({ etag: expected, size: part1.length + 4 });
+  });
+});
+
+describe('multipart through casket', () => {
+  it('part ETags are MD5s, the object ETag the SHA-256 composite, indexed for listing', async () => {
+    const b = backend();
+    await b.createBucket('mpu');
+    const upload = await b.createMultipartUpload('mpu', 'k', { contentType: 'text/x-parts' }, { a: '1' });
+    const one = randomBytes(5 * 1024 * 1024);
+    const p1 = await b.uploadPart('mpu', 'k', upload.uploadId, 1, payload(one, true));
+    const p2 = await b.uploadPart('mpu', 'k', upload.uploadId, 2, payload('two', true));
+    expect([p1.etag, p2.etag]).toEqual([md5(one), md5('two')]);
+    const listed = await b.listParts('mpu', 'k', upload.uploadId, { partNumberMarker: 0, maxParts: 100 });
+    expect(listed.parts.map((p) => [p.partNumber, p.etag, p.size])).toEqual([[1, md5(one), one.length], [2, md5('two'), 3]]);
+    const info = await b.completeMultipartUpload('mpu', 'k', upload.uploadId, [{ partNumber: 1, etag: p1.etag }, { partNumber: 2, etag: `"${p2.etag}"` }], { condition: { type: 'if-none-match' } });
+    const expected = `${createHash('sha256').update(Buffer.concat([createHash('sha256').update(one).digest(), createHash('sha256').update('two').digest()])).digest('hex')}-2`;
+    expect(info.etag).toBe(expected);
+    expect(info).toMatchObject({ headers: { contentType: 'text/x-parts' }, metadata: { a: '1' }, partSizes: [one.length, 3] });
+    expect((await b.listObjects('mpu', { prefix: '', maxKeys: 10 })).objects[0]?.etag).toBe(expected);
+    const reader = await b.getObject('mpu', 'k');
+    expect((await bytes(reader!.open({ start: one.length, end: one.length + 2 }))).toString()).toBe('two');
+  });
+
+  it('a wrong part ETag is InvalidPart', async () => {
+    const b = backend();
+    await b.createBucket('mpu-bad');
+    const upload = await b.createMultipartUpload('mpu-bad', 'k', {}, {});
+    await b.uploadPart('mpu-bad', 'k', upload.uploadId, 1, payload('x', true));
+    await expect(b.completeMultipartUpload('mpu-bad', 'k', upload.uploadId, [{ partNumber: 1, etag: md5('y') }], { condition: { type: 'none' } })).rejects.toMatchObject({ code: 'InvalidPart' });
+  });
+});
+
+describe('atomicity', () => {
+  it('16 concurrent If-Match PutObject on one backend: exactly one wins', async () => {
+    const b = backend();
+    await b.createBucket('race');
+    const v0 = await b.putObject('race', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    const results = await Promise.allSettled(
+      Array.from({ length: 16 }, (_, i) => b.putObject('race', 'k', payload(`w${i}`), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} })),
+    );
+    const won = results.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ConditionFailed);
+  });
+
+  it('16 concurrent conditional CompleteMultipartUpload (moto ignores If-Match there): serialized, exactly one wins', async () => {
+    const b = backend();
+    await b.createBucket('race-mpu');
+    const v0 = await b.putObject('race-mpu', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    const uploads = await Promise.all(
+      Array.from({ length: 16 }, async (_, i) => {
+        const u = await b.createMultipartUpload('race-mpu', 'k', {}, {});
+        const p = await b.uploadPart('race-mpu', 'k', u.uploadId, 1, payload(`part ${i}`, true));
+        return { id: u.uploadId, etag: p.etag };
+      }),
+    );
+    const results = await Promise.allSettled(uploads.map((u) => b.completeMultipartUpload('race-mpu', 'k', u.id, [{ partNumber: 1, etag: u.etag }], { condition: { type: 'if-match', etags: [v0.etag] } })));
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+  });
+
+  it('with replicas, a condition the upstream does not enforce is refused with 501, never checked-then-written', async () => {
+    const b = backend({ replicas: true });
+    await b.createBucket('replicas');
+    const v0 = await b.putObject('replicas', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    // Enforced by moto: allowed.
+    const v1 = await b.putObject('replicas', 'k', payload('v1'), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} });
+    const u = await b.createMultipartUpload('replicas', 'k', {}, {});
+    const p = await b.uploadPart('replicas', 'k', u.uploadId, 1, payload('p', true));
+    const refused = await b.completeMultipartUpload('replicas', 'k', u.uploadId, [{ partNumber: 1, etag: p.etag }], { condition: { type: 'if-match', etags: [v1.etag] } }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(S3Error);
+    expect(refused).toMatchObject({ code: 'NotImplemented', status: 501 });
+    expect((refused as Error).message).toMatch(/does not enforce If-Match on CompleteMultipartUpload/);
+    expect((await b.headObject('replicas', 'k'))?.etag).toBe(v1.etag);
+    // If-None-Match on Complete is enforced by moto: allowed even with replicas.
+    await expect(b.completeMultipartUpload('replicas', 'k', u.uploadId, [{ partNumber: 1, etag: p.etag }], { condition: { type: 'if-none-match' } })).rejects.toBeInstanceOf(ConditionFailed);
+  });
+});
+
+describe('failures', () => {
+  it('a body that fails before its end leaves nothing upstream and nothing in the spool (PutObject and UploadPart)', async () => {
+    const b = backend();
+    await b.createBucket('broken');
+    await expect(b.putObject('broken', 'k', brokenPayload(1 << 20), { condition: { type: 'none' }, headers: {}, metadata: {} })).rejects.toMatchObject({ code: 'IncompleteBody' });
+    expect(await b.headObject('broken', 'k')).toBeNull();
+    const u = await b.createMultipartUpload('broken', 'k', {}, {});
+    await expect(b.uploadPart('broken', 'k', u.uploadId, 1, brokenPayload(1 << 20))).rejects.toMatchObject({ code: 'IncompleteBody' });
+    expect((await b.listParts('broken', 'k', u.uploadId, { partNumberMarker: 0, maxParts: 100 })).parts).toEqual([]);
+    expect(b.spooledFiles).toBe(0);
+  });
+
+  it('an upstream that is down answers 503 at once; one that stalls answers 503 after the idle timeout', async () => {
+    const down = backend({ url: 'http://127.0.0.1:1' });
+    const t0 = Date.now();
+    await expect(down.headObject('x-bucket', 'k')).rejects.toMatchObject({ code: 'ServiceUnavailable', status: 503 });
+    expect(Date.now() - t0).toBeLessThan(2000);
+
+    const sockets: import('node:net').Socket[] = [];
+    const silent: Server = createServer((s) => sockets.push(s)); // accepts, never answers
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const port = (silent.address() as { port: number }).port;
+    const stalled = backend({ url: `http://127.0.0.1:${port}`, idleTimeoutMs: 500 });
+    const t1 = Date.now();
+    await expect(stalled.getObject('x-bucket', 'k')).rejects.toMatchObject({ code: 'ServiceUnavailable' });
+    expect(Date.now() - t1).toBeLessThan(3000);
+    for (const s of sockets) s.destroy();
+    await new Promise<void>((r) => silent.close(() => r()));
+  });
+
+  it('maps upstream NoSuchBucket / BucketNotEmpty / idempotent CreateBucket', async () => {
+    const b = backend();
+    await expect(b.headObject('no-such-bucket', 'k')).rejects.toMatchObject({ code: 'NoSuchBucket' });
+    expect(await b.createBucket('twice')).toBe('created');
+    expect(['created', 'exists']).toContain(await b.createBucket('twice'));
+    await b.putObject('twice', 'k', payload('x'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    await expect(b.deleteBucket('twice')).rejects.toMatchObject({ code: 'BucketNotEmpty' });
+  });
+});
