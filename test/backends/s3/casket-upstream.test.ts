@@ -1,0 +1,163 @@
+/**
+ * Real casket processes in front of one upstream (moto by default; Ceph RGW
+ * with CASKET_TEST_UPSTREAM=rgw): the race through TWO casket processes on
+ * one upstream (conditional PutObject, and conditional DeleteObject racing
+ * PutObject) — only the upstream's own conditional requests, or casket's
+ * per-key serialization where the upstream ignores them, can keep exactly one
+ * winner; an object written directly upstream, then read, listed and
+ * conditionally overwritten through casket; the upstream going down (503,
+ * quickly); a client disconnecting mid-upload (nothing upstream).
+ */
+import { CreateBucketCommand, ListMultipartUploadsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { createHash, randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCasket, type RunningCasket } from '../../helpers/casket.js';
+import { sdk } from '../../helpers/clients.js';
+import { raw, signRequest, xmlField } from '../../helpers/raw.js';
+import { startUpstream, upstreamKindFromEnv, type Upstream } from '../../helpers/upstream.js';
+
+const quoted = (b: string | Buffer) => `"${createHash('sha256').update(b).digest('hex')}"`;
+const ROUNDS = Number(process.env.CASKET_TEST_RACE_ROUNDS ?? 20);
+
+let upstream: Upstream;
+let one: RunningCasket;
+let two: RunningCasket;
+let direct: S3Client;
+const bucket = 'shared';
+
+beforeAll(async () => {
+  upstream = await startUpstream(upstreamKindFromEnv() ?? 'moto');
+  one = await startCasket({ upstream });
+  // The second replica uses the first one's credentials file contents: same admin key.
+  two = await startCasket({ upstream });
+  direct = new S3Client({ endpoint: upstream.url, region: upstream.region, forcePathStyle: true, credentials: { accessKeyId: upstream.accessKey, secretAccessKey: upstream.secretKey } });
+  await sdk(one.url, one.admin).send(new CreateBucketCommand({ Bucket: bucket }));
+});
+afterAll(async () => {
+  direct?.destroy();
+  await one?.stop();
+  await two?.stop();
+  await upstream?.stop();
+});
+
+/** Alternate requests between the two casket processes. */
+function via(i: number): RunningCasket {
+  return i % 2 === 0 ? one : two;
+}
+
+describe('two casket processes, one upstream', () => {
+  it(`16 concurrent If-Match PutObject split over two caskets: exactly one 200, fifteen 412 — ${ROUNDS} rounds`, async () => {
+    let current = (await raw(one.url, one.admin, { method: 'PUT', path: `/${bucket}/race-put`, body: 'start' })).headers.etag as string;
+    for (let round = 0; round < ROUNDS; round++) {
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) => raw(via(i).url, via(i).admin, { method: 'PUT', path: `/${bucket}/race-put`, headers: { 'if-match': current }, body: `round ${round} writer ${i}` })),
+      );
+      const winners = results.filter((r) => r.status === 200);
+      expect(winners.length, `round ${round}: ${results.map((r) => r.status).join(',')}`).toBe(1);
+      expect(results.filter((r) => r.status === 412).length).toBe(15);
+      current = winners[0]!.headers.etag as string;
+      for (const r of results) if (r.status === 412) expect(xmlField(r.body, 'CurrentETag')).toBe(current);
+    }
+  });
+
+  it(`8 If-Match DeleteObject racing 8 If-Match PutObject over two caskets: never both a delete and a put — ${ROUNDS} rounds`, async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const path = `/${bucket}/race-delete`;
+      const v = (await raw(one.url, one.admin, { method: 'PUT', path, body: `base ${round}` })).headers.etag as string;
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          i % 2 === 0
+            ? raw(via(i >> 1).url, via(i >> 1).admin, { method: 'DELETE', path, headers: { 'if-match': v } }).then((r) => ({ op: 'delete', r }))
+            : raw(via(i >> 1).url, via(i >> 1).admin, { method: 'PUT', path, headers: { 'if-match': v }, body: `put ${round} ${i}` }).then((r) => ({ op: 'put', r })),
+        ),
+      );
+      const puts = results.filter((x) => x.op === 'put' && x.r.status === 200);
+      const deletes = results.filter((x) => x.op === 'delete' && x.r.status === 204);
+      const statuses = results.map((x) => `${x.op}:${x.r.status}`).join(',');
+      // A put that won means the base version was replaced: no delete of the base may have succeeded, and vice versa.
+      expect(puts.length, statuses).toBeLessThanOrEqual(1);
+      if (puts.length === 1) expect(deletes.length, statuses).toBe(0);
+      else expect(deletes.length, statuses).toBeGreaterThanOrEqual(1);
+      for (const x of results) expect([200, 204, 404, 412], statuses).toContain(x.r.status);
+      const head = await raw(two.url, two.admin, { method: 'HEAD', path });
+      expect(head.status).toBe(puts.length === 1 ? 200 : 404);
+      if (puts.length === 1) expect(head.headers.etag).toBe(puts[0]!.r.headers.etag);
+    }
+  });
+});
+
+describe('an object written directly to the upstream', () => {
+  it('is read, listed and conditionally overwritten through casket with its SHA-256 ETag', async () => {
+    await direct.send(new PutObjectCommand({ Bucket: bucket, Key: 'direct/doc', Body: 'from elsewhere' }));
+    const get = await raw(two.url, two.admin, { method: 'GET', path: `/${bucket}/direct/doc` });
+    expect(get.body).toBe('from elsewhere');
+    expect(get.headers.etag).toBe(quoted('from elsewhere'));
+    const list = await sdk(one.url, one.admin).send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'direct/' }));
+    expect(list.Contents?.map((o) => o.ETag)).toEqual([quoted('from elsewhere')]);
+    const stale = await raw(one.url, one.admin, { method: 'PUT', path: `/${bucket}/direct/doc`, headers: { 'if-match': quoted('something else') }, body: 'mine' });
+    expect(stale.status).toBe(412);
+    expect(stale.headers.etag).toBe(quoted('from elsewhere'));
+    const ok = await raw(one.url, one.admin, { method: 'PUT', path: `/${bucket}/direct/doc`, headers: { 'if-match': quoted('from elsewhere') }, body: 'mine' });
+    expect(ok.status).toBe(200);
+    expect(ok.headers.etag).toBe(quoted('mine'));
+    // Overwritten directly again: casket never shows the indexed, now stale ETag.
+    await direct.send(new PutObjectCommand({ Bucket: bucket, Key: 'direct/doc', Body: 'again elsewhere' }));
+    expect((await raw(one.url, one.admin, { method: 'HEAD', path: `/${bucket}/direct/doc` })).headers.etag).toBe(quoted('again elsewhere'));
+    const relist = await sdk(two.url, two.admin).send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'direct/' }));
+    expect(relist.Contents?.map((o) => o.ETag)).toEqual([quoted('again elsewhere')]);
+  });
+});
+
+describe('failures', () => {
+  it('a client that disconnects mid-upload leaves nothing upstream (PutObject and UploadPart)', async () => {
+    const size = 4 * 1024 * 1024;
+    const cut = async (path: string) => {
+      const { headers } = await signRequest(one.url, one.admin, { method: 'PUT', path, headers: { 'content-length': String(size) }, payloadHash: 'UNSIGNED-PAYLOAD' });
+      const u = new URL(one.url);
+      await new Promise<void>((resolve, reject) => {
+        const socket = connect(Number(u.port), u.hostname, () => {
+          socket.write(`PUT ${path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`);
+          socket.write(randomBytes(size / 2), () => setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 100));
+        });
+        socket.on('error', reject);
+      });
+      await new Promise((r) => setTimeout(r, 300));
+    };
+    await cut(`/${bucket}/cut/object`);
+    expect((await raw(one.url, one.admin, { method: 'HEAD', path: `/${bucket}/cut/object` })).status).toBe(404);
+    expect((await direct.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'cut/' }))).KeyCount ?? 0).toBe(0);
+
+    const created = await raw(one.url, one.admin, { method: 'POST', path: `/${bucket}/cut/multi?uploads` });
+    const uploadId = xmlField(created.body, 'UploadId')!;
+    await cut(`/${bucket}/cut/multi?partNumber=1&uploadId=${encodeURIComponent(uploadId)}`);
+    const parts = await raw(one.url, one.admin, { method: 'GET', path: `/${bucket}/cut/multi?uploadId=${encodeURIComponent(uploadId)}` });
+    expect(parts.status).toBe(200);
+    expect(parts.body).not.toContain('<Part>');
+    const uploads = await direct.send(new ListMultipartUploadsCommand({ Bucket: bucket, Prefix: 'cut/' }));
+    expect(uploads.Uploads?.length).toBe(1);
+  });
+
+  it('an upstream that goes down gives a retryable 503, quickly', async () => {
+    if (upstream.kind !== 'moto') return; // RGW is not ours to stop
+    const own = await startUpstream('moto');
+    const c = await startCasket({ upstream: own });
+    try {
+      await raw(c.url, c.admin, { method: 'PUT', path: '/down' });
+      await own.stop();
+      const t0 = Date.now();
+      const get = await raw(c.url, c.admin, { method: 'GET', path: '/down/k' });
+      const put = await raw(c.url, c.admin, { method: 'PUT', path: '/down/k', body: 'x' });
+      expect(Date.now() - t0).toBeLessThan(3000);
+      expect(get.status).toBe(503);
+      expect(put.status).toBe(503);
+      expect(xmlField(put.body, 'Code')).toMatch(/ServiceUnavailable|SlowDown/);
+    } finally {
+      await c.stop();
+      await own.stop();
+    }
+  });
+});
