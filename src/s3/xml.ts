@@ -34,7 +34,13 @@ const parser = new XMLParser({
   ignoreAttributes: true,
   removeNSPrefix: true,
   parseTagValue: false,
-  trimValues: true,
+  // Text is data: a DeleteObjects key ` x ` is not `x`.
+  trimValues: false,
+  // Numeric character references (`&#34;`, `&#xA;`) are XML 1.0 §4.1, and Go's
+  // encoding/xml writes them (rclone: `<ETag>&#34;...&#34;</ETag>`). The
+  // option also decodes a few HTML names (`&nbsp;`), which only malformed XML
+  // would contain.
+  htmlEntities: true,
   isArray: (name) => name === 'Part' || name === 'Object',
 });
 
