@@ -5,37 +5,26 @@
  * retries; and the race: 16 writers, one ETag, exactly one winner.
  */
 import {
-  CompleteMultipartUploadCommand, CopyObjectCommand, CreateBucketCommand, CreateMultipartUploadCommand,
-  DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client, UploadPartCommand,
+  CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand,
+  DeleteObjectCommand, HeadObjectCommand, PutObjectCommand, UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { failure, sdk } from '../helpers/clients.js';
+import { describe, expect, it } from 'vitest';
+import { casketWithBucket, etagOf } from '../helpers/suite.js';
+import { failure } from '../helpers/clients.js';
 import { errorCode, raw, xmlField } from '../helpers/raw.js';
 
-const quoted = (b: string) => `"${createHash('sha256').update(b).digest('hex')}"`;
+const quoted = etagOf;
 
-let casket: RunningCasket;
-let s3: S3Client;
-const bucket = 'cond';
-
-beforeAll(async () => {
-  casket = await startCasket();
-  s3 = sdk(casket.url, casket.admin);
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-});
-afterAll(async () => {
-  s3?.destroy();
-  await casket?.stop();
-});
+const t = casketWithBucket('cond');
+const bucket = t.bucket;
 
 describe('PutObject conditions', () => {
   it('If-None-Match: * creates once, then 412 with the current ETag', async () => {
-    const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'create', Body: 'one', IfNoneMatch: '*' }));
+    const put = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'create', Body: 'one', IfNoneMatch: '*' }));
     expect(put.ETag).toBe(quoted('one'));
-    const r = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/create`, headers: { 'if-none-match': '*' }, body: 'two' });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/create`, headers: { 'if-none-match': '*' }, body: 'two' });
     expect(r.status).toBe(412);
     expect(errorCode(r.body)).toBe('PreconditionFailed');
     expect(r.headers.etag).toBe(quoted('one'));
@@ -44,69 +33,69 @@ describe('PutObject conditions', () => {
   });
 
   it('If-Match replaces only the version named, quoted or not', async () => {
-    const v1 = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cas', Body: 'v1' }));
-    const v2 = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cas', Body: 'v2', IfMatch: v1.ETag }));
+    const v1 = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cas', Body: 'v1' }));
+    const v2 = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cas', Body: 'v2', IfMatch: v1.ETag }));
     expect(v2.ETag).toBe(quoted('v2'));
-    const stale = await failure(s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cas', Body: 'v3', IfMatch: v1.ETag })));
+    const stale = await failure(t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cas', Body: 'v3', IfMatch: v1.ETag })));
     expect(stale).toMatchObject({ name: 'PreconditionFailed', status: 412 });
-    const unquoted = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/cas`, headers: { 'if-match': v2.ETag!.slice(1, -1) }, body: 'v3' });
+    const unquoted = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/cas`, headers: { 'if-match': v2.ETag!.slice(1, -1) }, body: 'v3' });
     expect(unquoted.status).toBe(200);
-    const head = await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'cas' }));
+    const head = await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'cas' }));
     expect(head.ETag).toBe(quoted('v3'));
   });
 
   it('If-Match on a missing key is 404 NoSuchKey; an ETag in If-None-Match is 501', async () => {
-    expect(await failure(s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'absent', Body: 'x', IfMatch: quoted('x') })))).toMatchObject({ name: 'NoSuchKey', status: 404 });
-    const r = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/absent`, headers: { 'if-none-match': quoted('x') }, body: 'x' });
+    expect(await failure(t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'absent', Body: 'x', IfMatch: quoted('x') })))).toMatchObject({ name: 'NoSuchKey', status: 404 });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/absent`, headers: { 'if-none-match': quoted('x') }, body: 'x' });
     expect(r.status).toBe(501);
     expect(errorCode(r.body)).toBe('NotImplemented');
-    expect(await failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'absent' })))).toMatchObject({ status: 404 });
+    expect(await failure(t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'absent' })))).toMatchObject({ status: 404 });
   });
 
   it('a retried write of the current content succeeds instead of a false 412 (signed hash and streamed body)', async () => {
-    const v1 = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'old' }));
-    const first = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'new', IfMatch: v1.ETag }));
+    const v1 = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'old' }));
+    const first = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'new', IfMatch: v1.ETag }));
     // The response was "lost": the SDK sends the same request again.
-    const again = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'new', IfMatch: v1.ETag }));
+    const again = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'new', IfMatch: v1.ETag }));
     expect(again.ETag).toBe(first.ETag);
-    const streamed = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: Readable.from([Buffer.from('new')]), ContentLength: 3, IfMatch: v1.ETag }));
+    const streamed = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: Readable.from([Buffer.from('new')]), ContentLength: 3, IfMatch: v1.ETag }));
     expect(streamed.ETag).toBe(first.ETag);
     // Different content with the stale ETag still loses.
-    expect(await failure(s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'other', IfMatch: v1.ETag })))).toMatchObject({ status: 412 });
+    expect(await failure(t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'other', IfMatch: v1.ETag })))).toMatchObject({ status: 412 });
   });
 
   it('a refused body is not written: the object keeps its version', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'keep', Body: 'kept' }));
-    await failure(s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'keep', Body: Readable.from([Buffer.from('lost')]), ContentLength: 4, IfMatch: quoted('nope') })));
-    expect((await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'keep' }))).ETag).toBe(quoted('kept'));
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'keep', Body: 'kept' }));
+    await failure(t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'keep', Body: Readable.from([Buffer.from('lost')]), ContentLength: 4, IfMatch: quoted('nope') })));
+    expect((await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'keep' }))).ETag).toBe(quoted('kept'));
   });
 });
 
 describe('other writes', () => {
   it('DeleteObject honours If-Match', async () => {
-    const v = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'del', Body: 'd' }));
-    expect(await failure(s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'del', IfMatch: quoted('other') })))).toMatchObject({ status: 412 });
-    await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'del', IfMatch: v.ETag }));
-    expect(await failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'del' })))).toMatchObject({ status: 404 });
+    const v = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'del', Body: 'd' }));
+    expect(await failure(t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'del', IfMatch: quoted('other') })))).toMatchObject({ status: 412 });
+    await t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'del', IfMatch: v.ETag }));
+    expect(await failure(t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'del' })))).toMatchObject({ status: 404 });
   });
 
   it('CopyObject honours If-Match / If-None-Match on the destination', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'csrc', Body: 'src' }));
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cdst', Body: 'dst' }));
-    expect(await failure(s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfNoneMatch: '*' })))).toMatchObject({ status: 412 });
-    expect(await failure(s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfMatch: quoted('x') })))).toMatchObject({ status: 412 });
-    const ok = await s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfMatch: quoted('dst') }));
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'csrc', Body: 'src' }));
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cdst', Body: 'dst' }));
+    expect(await failure(t.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfNoneMatch: '*' })))).toMatchObject({ status: 412 });
+    expect(await failure(t.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfMatch: quoted('x') })))).toMatchObject({ status: 412 });
+    const ok = await t.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfMatch: quoted('dst') }));
     expect(ok.CopyObjectResult?.ETag).toBe(quoted('src'));
   });
 
   it('CompleteMultipartUpload honours If-None-Match: *', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'mpu', Body: 'exists' }));
-    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mpu' }));
-    const part = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu', UploadId, PartNumber: 1, Body: 'only part' }));
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'mpu', Body: 'exists' }));
+    const { UploadId } = await t.s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'mpu' }));
+    const part = await t.s3.send(new UploadPartCommand({ Bucket: bucket, Key: 'mpu', UploadId, PartNumber: 1, Body: 'only part' }));
     expect(part.ETag).toBe(`"${createHash('md5').update('only part').digest('hex')}"`);
-    const refused = await failure(s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'mpu', UploadId, IfNoneMatch: '*', MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } })));
+    const refused = await failure(t.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'mpu', UploadId, IfNoneMatch: '*', MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } })));
     expect(refused).toMatchObject({ status: 412 });
-    const done = await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'mpu', UploadId, IfMatch: quoted('exists'), MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));
+    const done = await t.s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'mpu', UploadId, IfMatch: quoted('exists'), MultipartUpload: { Parts: [{ PartNumber: 1, ETag: part.ETag }] } }));
     expect(done.ETag).toMatch(/^"[0-9a-f]{64}-1"$/);
   });
 });
@@ -114,11 +103,11 @@ describe('other writes', () => {
 describe('the race', () => {
   it('16 concurrent PutObject with one If-Match: exactly one 200, fifteen 412 naming the winner — 50 rounds', async () => {
     const key = 'race';
-    let current = (await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'round -1' }))).ETag!;
+    let current = (await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'round -1' }))).ETag!;
     for (let round = 0; round < 50; round++) {
       const results = await Promise.all(
         Array.from({ length: 16 }, (_, i) =>
-          raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/${key}`, headers: { 'if-match': current }, body: `round ${round} writer ${i}` }),
+          raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/${key}`, headers: { 'if-match': current }, body: `round ${round} writer ${i}` }),
         ),
       );
       const winners = results.filter((r) => r.status === 200);

@@ -6,34 +6,23 @@
  * mid-upload, and Expect: 100-continue refused before the body is sent.
  * Requests are crafted with a raw SigV4 signer (test/helpers/raw.ts).
  */
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { signingKeyFor } from '../../src/auth/sigv4.js';
 import { chunkSigner, encodeChunked, presign } from '../auth/helpers.js';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { bytes, failure, sdk } from '../helpers/clients.js';
+import { casketWithBucket } from '../helpers/suite.js';
+import { bytes, failure } from '../helpers/clients.js';
 import { errorCode, raw, send, sha256hex, signRequest } from '../helpers/raw.js';
 
-let casket: RunningCasket;
-let s3: S3Client;
-const bucket = 'wire';
-
-beforeAll(async () => {
-  casket = await startCasket();
-  s3 = sdk(casket.url, casket.admin);
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-});
-afterAll(async () => {
-  s3?.destroy();
-  await casket?.stop();
-});
+const t = casketWithBucket('wire');
+const bucket = t.bucket;
 
 async function exists(key: string): Promise<boolean> {
   try {
-    await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+    await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
     return true;
   } catch {
     return false;
@@ -42,24 +31,24 @@ async function exists(key: string): Promise<boolean> {
 
 describe('signatures', () => {
   it('no credentials → 403 AccessDenied', async () => {
-    const r = await raw(casket.url, casket.admin, { method: 'GET', path: `/${bucket}?list-type=2`, unsigned: true });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?list-type=2`, unsigned: true });
     expect([r.status, errorCode(r.body)]).toEqual([403, 'AccessDenied']);
   });
 
   it('wrong secret → 403 SignatureDoesNotMatch; unknown key → 403 InvalidAccessKeyId', async () => {
-    const wrong = await raw(casket.url, { ...casket.admin, secretAccessKey: 'not-the-secret' }, { method: 'GET', path: `/${bucket}?list-type=2` });
+    const wrong = await raw(t.casket.url, { ...t.casket.admin, secretAccessKey: 'not-the-secret' }, { method: 'GET', path: `/${bucket}?list-type=2` });
     expect([wrong.status, errorCode(wrong.body)]).toEqual([403, 'SignatureDoesNotMatch']);
-    const unknown = await raw(casket.url, { accessKeyId: 'NOSUCHKEY', secretAccessKey: 'x' }, { method: 'GET', path: `/${bucket}?list-type=2` });
+    const unknown = await raw(t.casket.url, { accessKeyId: 'NOSUCHKEY', secretAccessKey: 'x' }, { method: 'GET', path: `/${bucket}?list-type=2` });
     expect([unknown.status, errorCode(unknown.body)]).toEqual([403, 'InvalidAccessKeyId']);
   });
 
   it('a clock 20 minutes off → 403 RequestTimeTooSkewed', async () => {
-    const r = await raw(casket.url, casket.admin, { method: 'GET', path: `/${bucket}?list-type=2`, signingDate: new Date(Date.now() - 20 * 60 * 1000) });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?list-type=2`, signingDate: new Date(Date.now() - 20 * 60 * 1000) });
     expect([r.status, errorCode(r.body)]).toEqual([403, 'RequestTimeTooSkewed']);
   });
 
   it('a forged payload hash → 400 XAmzContentSHA256Mismatch, nothing written', async () => {
-    const r = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/forged`, body: 'the real body', payloadHash: sha256hex('another body') });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/forged`, body: 'the real body', payloadHash: sha256hex('another body') });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'XAmzContentSHA256Mismatch']);
     expect(await exists('forged')).toBe(false);
   });
@@ -67,16 +56,16 @@ describe('signatures', () => {
 
 describe('presigned URLs', () => {
   it('a presigned PUT and GET work; an expired one is refused', async () => {
-    const host = new URL(casket.url).host;
+    const host = new URL(t.casket.url).host;
     const url = async (method: string, key: string, options: { expiresIn?: number; signingDate?: Date } = {}) => {
-      const p = await presign(casket.admin, { method, host, path: `/${bucket}/${key}` }, options);
+      const p = await presign(t.casket.admin, { method, host, path: `/${bucket}/${key}` }, options);
       return `${p.rawPath}?${p.rawQuery}`;
     };
-    const r = await send(casket.url, 'PUT', await url('PUT', 'presigned', { expiresIn: 60 }), { host, 'content-length': '9' }, 'presigned');
+    const r = await send(t.casket.url, 'PUT', await url('PUT', 'presigned', { expiresIn: 60 }), { host, 'content-length': '9' }, 'presigned');
     expect(r.status).toBe(200);
-    const g = await send(casket.url, 'GET', await url('GET', 'presigned', { expiresIn: 60 }), { host });
+    const g = await send(t.casket.url, 'GET', await url('GET', 'presigned', { expiresIn: 60 }), { host });
     expect([g.status, g.body]).toEqual([200, 'presigned']);
-    const e = await send(casket.url, 'GET', await url('GET', 'presigned', { expiresIn: 1, signingDate: new Date(Date.now() - 5000) }), { host });
+    const e = await send(t.casket.url, 'GET', await url('GET', 'presigned', { expiresIn: 1, signingDate: new Date(Date.now() - 5000) }), { host });
     expect([e.status, errorCode(e.body)]).toEqual([403, 'AccessDenied']);
     expect(e.body).toContain('expired');
   });
@@ -84,15 +73,15 @@ describe('presigned URLs', () => {
 
 describe('digests and checksums', () => {
   it('Content-MD5 that does not match → 400 BadDigest; malformed → 400 InvalidDigest', async () => {
-    const bad = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/md5`, headers: { 'content-md5': createHash('md5').update('other').digest('base64') }, body: 'body' });
+    const bad = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/md5`, headers: { 'content-md5': createHash('md5').update('other').digest('base64') }, body: 'body' });
     expect([bad.status, errorCode(bad.body)]).toEqual([400, 'BadDigest']);
-    const malformed = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/md5`, headers: { 'content-md5': 'not-base64!' }, body: 'body' });
+    const malformed = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/md5`, headers: { 'content-md5': 'not-base64!' }, body: 'body' });
     expect([malformed.status, errorCode(malformed.body)]).toEqual([400, 'InvalidDigest']);
     expect(await exists('md5')).toBe(false);
   });
 
   it('an x-amz-checksum-crc32 header that does not match → 400 BadDigest', async () => {
-    const r = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/crc`, headers: { 'x-amz-checksum-crc32': 'AAAAAA==' }, body: 'body' });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/crc`, headers: { 'x-amz-checksum-crc32': 'AAAAAA==' }, body: 'body' });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'BadDigest']);
     expect(await exists('crc')).toBe(false);
   });
@@ -100,10 +89,10 @@ describe('digests and checksums', () => {
 
 /** Signs a STREAMING-AWS4-HMAC-SHA256-PAYLOAD request and builds its body with `mutate` applied to the chunks. */
 async function signedChunked(key: string, data: Buffer, mutate?: (body: Buffer) => Buffer) {
-  const cred = casket.admin;
+  const cred = t.casket.admin;
   const chunk = 64 * 1024;
   const dummy = encodeChunked(data, chunk, { signatureFor: () => '0'.repeat(64) });
-  const { headers } = await signRequest(casket.url, cred, {
+  const { headers } = await signRequest(t.casket.url, cred, {
     method: 'PUT',
     path: `/${bucket}/${key}`,
     payloadHash: 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD',
@@ -115,7 +104,7 @@ async function signedChunked(key: string, data: Buffer, mutate?: (body: Buffer) 
   const signer = chunkSigner(signingKeyFor(cred.secretAccessKey, amzDate.slice(0, 8), 'us-east-1', 's3'), amzDate, scope, seed);
   let body = encodeChunked(data, chunk, { signatureFor: (c) => signer.chunk(c) });
   if (mutate) body = mutate(body);
-  return send(casket.url, 'PUT', `/${bucket}/${key}`, headers, body);
+  return send(t.casket.url, 'PUT', `/${bucket}/${key}`, headers, body);
 }
 
 describe('aws-chunked bodies', () => {
@@ -141,10 +130,10 @@ describe('aws-chunked bodies', () => {
     const data = Buffer.from('hello trailer');
     const headers = { 'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': String(data.length), 'x-amz-trailer': 'x-amz-checksum-crc32' };
     const badTrailer = encodeChunked(data, 1024, { trailers: 'x-amz-checksum-crc32:AAAAAA==\r\n' });
-    const r = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/trailer`, payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', headers, body: badTrailer });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/trailer`, payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', headers, body: badTrailer });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'BadDigest']);
     const broken = Buffer.from(`zz\r\n${data.toString()}\r\n0\r\n\r\n`);
-    const b = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/trailer`, payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', headers: { ...headers, 'x-amz-trailer': '' }, body: broken });
+    const b = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/trailer`, payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', headers: { ...headers, 'x-amz-trailer': '' }, body: broken });
     expect([b.status, errorCode(b.body)]).toEqual([400, 'IncompleteBody']);
     expect(await exists('trailer')).toBe(false);
   });
@@ -152,10 +141,10 @@ describe('aws-chunked bodies', () => {
 
 describe('connections', () => {
   it('a client that disconnects mid-upload leaves nothing behind, and casket keeps serving', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'half', Body: 'previous version' }));
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'half', Body: 'previous version' }));
     const total = 8 * 1024 * 1024;
-    const { headers } = await signRequest(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/half`, payloadHash: 'UNSIGNED-PAYLOAD', headers: { 'content-length': String(total) } });
-    const u = new URL(casket.url);
+    const { headers } = await signRequest(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/half`, payloadHash: 'UNSIGNED-PAYLOAD', headers: { 'content-length': String(total) } });
+    const u = new URL(t.casket.url);
     await new Promise<void>((resolve) => {
       const socket = connect(Number(u.port), u.hostname, () => {
         const head = [`PUT /${bucket}/half HTTP/1.1`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
@@ -167,19 +156,19 @@ describe('connections', () => {
       });
       socket.on('error', () => resolve());
     });
-    const got = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'half' }));
+    const got = await t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'half' }));
     expect((await bytes(got.Body)).toString()).toBe('previous version');
   });
 
   it('Expect: 100-continue with a failing precondition is refused before the body is sent', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'expect', Body: 'current' }));
-    const { headers } = await signRequest(casket.url, casket.admin, {
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'expect', Body: 'current' }));
+    const { headers } = await signRequest(t.casket.url, t.casket.admin, {
       method: 'PUT',
       path: `/${bucket}/expect`,
       payloadHash: 'UNSIGNED-PAYLOAD',
       headers: { 'content-length': String(1024 * 1024), expect: '100-continue', 'if-match': `"${sha256hex('not current')}"` },
     });
-    const u = new URL(casket.url);
+    const u = new URL(t.casket.url);
     const outcome = await new Promise<{ status: number; continued: boolean }>((resolve, reject) => {
       let continued = false;
       const req = httpRequest({ host: u.hostname, port: u.port, method: 'PUT', path: `/${bucket}/expect`, headers }, (res) => {
@@ -199,8 +188,8 @@ describe('connections', () => {
 
   it('Expect: 100-continue on a good request gets 100 and stores the body', async () => {
     const body = randomBytes(256 * 1024);
-    const { headers } = await signRequest(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/expect-ok`, payloadHash: 'UNSIGNED-PAYLOAD', headers: { 'content-length': String(body.length), expect: '100-continue' } });
-    const u = new URL(casket.url);
+    const { headers } = await signRequest(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/expect-ok`, payloadHash: 'UNSIGNED-PAYLOAD', headers: { 'content-length': String(body.length), expect: '100-continue' } });
+    const u = new URL(t.casket.url);
     const status = await new Promise<number>((resolve, reject) => {
       const req = httpRequest({ host: u.hostname, port: u.port, method: 'PUT', path: `/${bucket}/expect-ok`, headers }, (res) => {
         res.resume();
@@ -211,21 +200,21 @@ describe('connections', () => {
       req.flushHeaders();
     });
     expect(status).toBe(200);
-    expect((await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'expect-ok' }))).ETag).toBe(`"${sha256hex(body)}"`);
+    expect((await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'expect-ok' }))).ETag).toBe(`"${sha256hex(body)}"`);
   });
 
   it('a Range past the end → 416 with Content-Range: bytes */size', async () => {
-    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'short', Body: 'abc' }));
-    const r = await raw(casket.url, casket.admin, { method: 'GET', path: `/${bucket}/short`, headers: { range: 'bytes=5-9' } });
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'short', Body: 'abc' }));
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}/short`, headers: { range: 'bytes=5-9' } });
     expect([r.status, errorCode(r.body), r.headers['content-range']]).toEqual([416, 'InvalidRange', 'bytes */3']);
-    expect(await failure(s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'short', PartNumber: 2 })))).toMatchObject({ status: 416 });
+    expect(await failure(t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'short', PartNumber: 2 })))).toMatchObject({ status: 416 });
   });
 
   it('malformed XML → 400 MalformedXML; an unknown sub-resource → 501 NotImplemented', async () => {
     const xml = '<Delete><Object><Key>a</Key></Object';
-    const r = await raw(casket.url, casket.admin, { method: 'POST', path: `/${bucket}?delete`, headers: { 'content-md5': createHash('md5').update(xml).digest('base64') }, body: xml });
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'POST', path: `/${bucket}?delete`, headers: { 'content-md5': createHash('md5').update(xml).digest('base64') }, body: xml });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'MalformedXML']);
-    const n = await raw(casket.url, casket.admin, { method: 'GET', path: `/${bucket}?website` });
+    const n = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?website` });
     expect([n.status, errorCode(n.body)]).toEqual([501, 'NotImplemented']);
   });
 });
