@@ -185,6 +185,24 @@ export class ConditionFailed extends Error {
  * InvalidPart, InvalidPartOrder, EntityTooSmall, ...
  */
 
+/** A request casket does not model, verified and bounded, for an upstream to answer. */
+export interface ForwardRequest {
+  method: string;
+  bucket: string;
+  key?: string;
+  /** Query parameters as received, decoded; '' for valueless ones (`?tagging`). */
+  query: Record<string, string>;
+  /** Only end-to-end headers the operation needs (content-type, content-md5, x-amz-*). */
+  headers: Record<string, string>;
+  body?: Buffer;
+}
+
+export interface ForwardResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Readable;
+}
+
 export interface Backend {
   listBuckets(): Promise<BucketInfo[]>;
   /** Idempotent for its owner: resolves 'exists' when the bucket is already there. */
@@ -209,6 +227,12 @@ export interface Backend {
   abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void>;
   listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult>;
   listMultipartUploads(bucket: string, params: ListUploadsParams): Promise<ListUploadsResult>;
+
+  /**
+   * Upstream backends: sends an operation casket does not model upstream and
+   * streams the answer back. Absent on the embedded store (501 NotImplemented).
+   */
+  forward?(request: ForwardRequest): Promise<ForwardResponse>;
 
   close(): Promise<void>;
 }

@@ -7,22 +7,33 @@
 import { S3Error } from './errors.js';
 import type { Operation } from './operations.js';
 
-/** Sub-resources S3 knows that casket does not model: refuse, never guess. */
-const UNSUPPORTED = [
+/**
+ * Sub-resources S3 knows that casket does not model (tagging, versioning,
+ * bucket configuration...): 'Unmodeled', forwarded to an upstream after auth
+ * (operations/unmodeled.ts), 501 on the embedded store. Never guessed at.
+ */
+export const UNMODELED = [
   'accelerate', 'analytics', 'attributes', 'encryption', 'intelligent-tiering', 'inventory',
   'legal-hold', 'logging', 'metadataTable', 'metrics', 'notification', 'object-lock',
   'ownershipControls', 'policyStatus', 'publicAccessBlock', 'replication', 'requestPayment',
-  'restore', 'retention', 'select', 'session', 'torrent', 'versions', 'website',
-  'cors', 'policy', 'lifecycle', 'tagging', 'versioning', 'acl', 'location', 'uploads',
-  'delete', 'uploadId', 'partNumber',
+  'restore', 'retention', 'select', 'torrent', 'versions', 'website',
+  'cors', 'policy', 'lifecycle', 'tagging', 'versioning',
 ];
+
+/** Sub-resources that name a modeled operation: valid only with the method that operation takes. */
+const MODELED = ['acl', 'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'session'];
 
 function notImplemented(what: string): S3Error {
   return new S3Error('NotImplemented', `casket does not implement ${what}.`);
 }
 
 function firstUnsupported(query: URLSearchParams): string | undefined {
-  return UNSUPPORTED.find((name) => query.has(name));
+  return [...UNMODELED, ...MODELED].find((name) => query.has(name));
+}
+
+/** The request names an unmodeled sub-resource and nothing modeled: forward it (or 501). */
+function unmodeled(query: URLSearchParams): boolean {
+  return UNMODELED.some((name) => query.has(name)) && !MODELED.some((name) => query.has(name));
 }
 
 export function detectOperation(method: string, bucket: string | undefined, key: string | undefined, query: URLSearchParams, headers: Record<string, string>): Operation {
@@ -59,6 +70,7 @@ export function detectOperation(method: string, bucket: string | undefined, key:
       default:
         throw new S3Error('MethodNotAllowed');
     }
+    if (unmodeled(query)) return 'Unmodeled';
     throw notImplemented(`${method} on a bucket with ?${firstUnsupported(query) ?? [...query.keys()].join('&')}`);
   }
   switch (method) {
@@ -85,5 +97,6 @@ export function detectOperation(method: string, bucket: string | undefined, key:
     default:
       throw new S3Error('MethodNotAllowed');
   }
+  if (unmodeled(query)) return 'Unmodeled';
   throw notImplemented(`${method} on an object with ?${firstUnsupported(query) ?? [...query.keys()].join('&')}`);
 }

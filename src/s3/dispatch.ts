@@ -12,6 +12,7 @@ import { GetObject, HeadObject } from './operations/get-object.js';
 import { ListObjects, ListObjectsV2 } from './operations/list-objects.js';
 import * as multipart from './operations/multipart.js';
 import { PutObject } from './operations/put-object.js';
+import { Unmodeled } from './operations/unmodeled.js';
 
 export const HANDLERS: Record<Operation, Handler> = {
   ListBuckets: buckets.ListBuckets,
@@ -43,4 +44,5 @@ export const HANDLERS: Record<Operation, Handler> = {
   CompleteMultipartUpload: multipart.CompleteMultipartUpload,
   AbortMultipartUpload: multipart.AbortMultipartUpload,
   ListParts: multipart.ListParts,
+  Unmodeled,
 };

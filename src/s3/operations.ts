@@ -35,6 +35,8 @@ export const OPERATIONS = [
   'CompleteMultipartUpload',
   'AbortMultipartUpload',
   'ListParts',
+  /** A sub-resource casket does not model (tagging, versioning, ...): forwarded to an upstream. */
+  'Unmodeled',
 ] as const;
 
 export type Operation = (typeof OPERATIONS)[number];
