@@ -19,7 +19,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Readable, pipeline } from 'node:stream';
-import type { Credential } from './auth/credentials.js';
+import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
 import { agentStamps, writeLog, type AdminResponse } from './admin.js';
 import { isS3Error } from './s3/errors.js';
@@ -136,9 +136,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
     },
   });
   const services: Services = { backend, guard, state, region: config.region, log };
-  const byKey = new Map(credentials.map((c) => [c.accessKeyId, c]));
   const options: HandleOptions = {
-    lookup: (id) => byKey.get(id),
+    lookup: staticCredentials(credentials),
     anonymous: config.anonymous,
     ...(config.domain !== undefined && { domain: config.domain }),
     agentHeader: config.agentHeader,

@@ -40,12 +40,3 @@ export const OPERATIONS = [
 ] as const;
 
 export type Operation = (typeof OPERATIONS)[number];
-
-/** Operations that change object content: these pass the guard (DESIGN §3–4). */
-export const WRITE_OPERATIONS: ReadonlySet<Operation> = new Set<Operation>([
-  'PutObject',
-  'CopyObject',
-  'DeleteObject',
-  'DeleteObjects',
-  'CompleteMultipartUpload',
-]);
