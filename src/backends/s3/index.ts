@@ -333,6 +333,15 @@ export class S3Backend implements Backend {
     const known = chosen.every((c) => c.digest !== undefined);
     const etag = known ? multipartETag(chosen.map((c) => Buffer.from(c.digest!.sha256, 'hex'))) : null;
     const sizes = chosen.map((c) => c.size);
+    // The upstream ETag S3 gives a multipart object: MD5 of the part MD5s, -N.
+    // Indexed before completing, so the object resolves from its first HEAD or
+    // listing — and because Ceph RGW 16 answers CompleteMultipartUpload with
+    // an empty <ETag> (measured).
+    if (etag !== null && chosen.every((c) => c.upstreamETag === c.digest!.md5)) {
+      const md5s = createHash('md5');
+      for (const c of chosen) md5s.update(Buffer.from(c.digest!.md5, 'hex'));
+      await this.etags.remember(bucket, key, `${md5s.digest('hex')}-${chosen.length}`, etag, sizes);
+    }
     const xmlBody = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${chosen.map((c) => `<Part><PartNumber>${c.partNumber}</PartNumber><ETag>"${c.upstreamETag}"</ETag></Part>`).join('')}</CompleteMultipartUpload>`;
     const info = await this.commit(bucket, key, 'CompleteMultipartUpload', options, etag, async (condition) => {
       const req: UpstreamRequest = { method: 'POST', bucket, key, query: { uploadId }, headers: { ...condition, 'content-type': 'application/xml' }, body: { data: Buffer.from(xmlBody) } };
@@ -348,7 +357,7 @@ export class S3Backend implements Backend {
         await this.etags.remember(bucket, key, upstreamETag, etag, sizes);
         return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes } satisfies ObjectInfo;
       }
-      // Some part was uploaded around casket: read the result back to compute its ETag.
+      // No ETag in the answer (RGW 16), or a part uploaded around casket: read it back (index, else computed).
       const current = await this.current(bucket, key);
       if (!current) throw new S3Error('InternalError', 'The completed object vanished upstream.');
       return current.info;
@@ -571,6 +580,8 @@ export class S3Backend implements Backend {
         if (byUpstream && condition.type === 'if-none-match') headers['if-none-match'] = '*';
         const result = await write(headers, current);
         if (result !== REFUSED) return result;
+        // Let a concurrent writer finish before looking again.
+        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
         // Refused upstream: something changed since we looked. Look again.
         if (condition.type === 'if-none-match') {
           const now = await this.current(bucket, key);
@@ -580,7 +591,9 @@ export class S3Backend implements Backend {
         }
       }
       const now = await this.current(bucket, key);
-      if (verdict(now) === 'same') return same(now);
+      const v = verdict(now);
+      if (v === 'same') return same(now);
+      if (v === 'write') throw new S3Error('SlowDown', `The upstream kept refusing or failing this conditional ${kind}; please retry.`);
       throw new ConditionFailed(now?.info ?? null);
     });
   }
@@ -589,7 +602,8 @@ export class S3Backend implements Backend {
 /**
  * Whether an upstream response is a refused condition (412; 409
  * ConditionalRequestConflict, which AWS returns for a concurrent conditional
- * write; 404 NoSuchKey for If-Match on a missing key). Other failures throw;
+ * write; 404 NoSuchKey for If-Match on a missing key) or, for a conditional
+ * request, a 5xx to re-evaluate. Other failures throw;
  * success drains the body unless `keepBody`.
  */
 async function refusedUpstream(res: UpstreamResponse, req: UpstreamRequest, keepBody = false): Promise<boolean> {
@@ -602,6 +616,13 @@ async function refusedUpstream(res: UpstreamResponse, req: UpstreamRequest, keep
     return true;
   }
   const conditional = req.headers?.['if-match'] !== undefined || req.headers?.['if-none-match'] !== undefined;
+  if (conditional && res.status >= 500) {
+    // Ceph RGW 16 answers 500 UnknownError to a conditional PUT that lost a
+    // race (measured: 16 concurrent If-Match PUTs). Whether it applied is
+    // decided by looking again, against the fresh version.
+    await drain(res);
+    return true;
+  }
   const text = await readText(res).catch(() => '');
   const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
   if (conditional && (code === 'ConditionalRequestConflict' || (res.status === 404 && code === 'NoSuchKey' && req.headers?.['if-match'] !== undefined))) return true;

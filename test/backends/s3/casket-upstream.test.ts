@@ -67,7 +67,7 @@ describe('two casket processes, one upstream', () => {
       );
       const winners = results.filter((r) => r.status === 200);
       expect(winners.length, `round ${round}: ${results.map((r) => r.status).join(',')}`).toBe(1);
-      expect(results.filter((r) => r.status === 412).length).toBe(15);
+      expect(results.filter((r) => r.status === 412).length, results.map((r) => `${r.status} ${r.status >= 500 ? r.body : ''}`).join(',')).toBe(15);
       current = winners[0]!.headers.etag as string;
       for (const r of results) if (r.status === 412) expect(xmlField(r.body, 'CurrentETag')).toBe(current);
     }
