@@ -97,9 +97,9 @@ export interface ClientCasket {
   head(bucket: string, key: string): Promise<HeadObjectCommandOutput>;
   /** Another writer (a person) replaces the object. */
   overwrite(bucket: string, key: string, body: Buffer | string): Promise<string>;
-  /** A mark in casket's request log; `writesSince(mark)` counts object writes after it. */
+  /** A mark in casket's request log; `writesSince(mark)` lists the object writes logged after it. */
   mark(): Promise<number>;
-  writesSince(mark: number, bucket: string): string[];
+  writesSince(mark: number, bucket: string): Promise<string[]>;
   stop(): Promise<void>;
 }
 
@@ -122,6 +122,18 @@ export async function startClientCasket(protocol: Protocol, options: ClientCaske
   for (const bucket of options.buckets) await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   const dir = mkdtempSync(join(tmpdir(), `casket-${options.client}-${protocol}-`));
   const markerBucket = options.buckets[0]!;
+  // A request whose log line comes after everything logged before it was sent.
+  const mark = async (): Promise<number> => {
+    const marker = `marker-${randomBytes(6).toString('hex')}`;
+    await admin.send(new HeadObjectCommand({ Bucket: markerBucket, Key: marker })).catch(() => {});
+    const deadline = Date.now() + 5000;
+    for (;;) {
+      const at = casket.logs.findIndex((line) => line.includes(marker));
+      if (at >= 0) return at;
+      if (Date.now() > deadline) throw new Error('casket never logged the marker request');
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
   return {
     protocol,
     casket,
@@ -132,20 +144,9 @@ export async function startClientCasket(protocol: Protocol, options: ClientCaske
     cred: (role) => (role === 'person' ? casket.admin : casket.agents[agentName]!),
     head: (bucket, key) => admin.send(new HeadObjectCommand({ Bucket: bucket, Key: key })),
     overwrite: async (bucket, key, body) => (await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }))).ETag!,
-    mark: async () => {
-      // A request whose log line closes everything logged before it.
-      const marker = `marker-${randomBytes(6).toString('hex')}`;
-      await admin.send(new HeadObjectCommand({ Bucket: markerBucket, Key: marker })).catch(() => {});
-      const deadline = Date.now() + 5000;
-      for (;;) {
-        const at = casket.logs.findIndex((line) => line.includes(marker));
-        if (at >= 0) return at;
-        if (Date.now() > deadline) throw new Error('casket never logged the marker request');
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    },
-    writesSince: (mark, bucket) =>
-      casket.logs.slice(mark + 1).flatMap((line) => {
+    mark,
+    writesSince: async (from, bucket) =>
+      casket.logs.slice(from + 1, await mark()).flatMap((line) => {
         try {
           const entry = JSON.parse(line) as { operation?: string; bucket?: string; key?: string; status?: number };
           return entry.bucket === bucket && entry.operation && WRITE_OPERATIONS.has(entry.operation) ? [`${entry.operation} ${entry.key ?? ''} → ${entry.status}`] : [];

@@ -5,7 +5,7 @@
  * AWS_* variables of the environment are dropped (AWS_CA_BUNDLE breaks rclone
  * 1.60 — CLIENTS.md). Every failure names the tool and the command it ran.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -25,6 +25,17 @@ export interface ToolResult {
   code: number;
   stdout: string;
   stderr: string;
+}
+
+let python: string | undefined;
+
+/**
+ * The python3 that has boto3 and awscli, resolved once: calling it directly
+ * skips a version manager's shim (pyenv's costs a few hundred ms per call).
+ */
+export function python3(): string {
+  python ??= process.env.CASKET_TEST_PYTHON ?? execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
+  return python;
 }
 
 export interface RunOptions {
@@ -120,7 +131,7 @@ export function awsCli(dir: string, endpoint: Endpoint, cred: Cred): AwsCli {
   const common = ['--endpoint-url', endpoint.url, ...(endpoint.caFile ? ['--ca-bundle', endpoint.caFile] : [])];
   return {
     env,
-    run: (args, options = {}) => run('awscli', 'python3', ['-m', 'awscli', ...args, ...common], { ...options, env: { ...env, ...options.env } }),
+    run: (args, options = {}) => run('awscli', python3(), ['-m', 'awscli', ...args, ...common], { ...options, env: { ...env, ...options.env } }),
   };
 }
 
@@ -193,7 +204,7 @@ const BOTO3_DRIVER = resolve(import.meta.dirname, '../clients/fixtures/boto3_dri
 /** A python process driving one boto3 client (see fixtures/boto3_driver.py). */
 export function boto3(endpoint: Endpoint, cred: Cred, options: { agent?: string; partSize?: number } = {}): Boto3 {
   const settings = { endpoint: endpoint.url, access_key: cred.accessKeyId, secret_key: cred.secretAccessKey, ca: endpoint.caFile ?? null, agent: options.agent ?? null, part_size: options.partSize ?? 5 * 1024 * 1024 };
-  const child = spawn('python3', [BOTO3_DRIVER, JSON.stringify(settings)], { env: cleanEnv({ AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null' }), stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(python3(), [BOTO3_DRIVER, JSON.stringify(settings)], { env: cleanEnv({ AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null' }), stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();

@@ -1,0 +1,110 @@
+/**
+ * s3cmd 2.3.0 through casket with a config file of its own (host_base and
+ * host_bucket = casket, signature_v2 = False, the test CA): put/get/ls/
+ * sync/del, small and multipart (5 MiB parts), over HTTP and HTTPS, as a
+ * person and as an agent. s3cmd takes a dash-less ETag for an MD5, so casket
+ * (`--etag-suffix auto`, the default) shows it `"<sha256>-1"`: no MD5
+ * warnings, no retries, and `sync` twice copies nothing the second time.
+ * s3cmd adds `If-Match` only with --add-header, so this casket runs
+ * `--agent-writes read-stamp`.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { failure } from '../helpers/clients.js';
+import { exits, ok, s3cmd, sha256File, type ToolResult } from '../helpers/cli-tools.js';
+import { MiB, PROTOCOLS, ROLES, multipartETag, plainETag, sha256, startClientCasket, suffixed, type ClientCasket, type Role } from './harness.js';
+
+const PART = 5 * MiB;
+const CHUNK = ['--multipart-chunk-size-mb=5'];
+
+/** What s3cmd prints when it doubts an ETag: it must never. */
+function noMd5Complaints(r: ToolResult): void {
+  expect(`${r.stdout}\n${r.stderr}`, `s3cmd \`${r.command}\``).not.toMatch(/WARNING|retrying|failed/i);
+}
+
+describe.each(PROTOCOLS)('s3cmd over %s', (protocol) => {
+  let env: ClientCasket;
+  beforeAll(async () => {
+    env = await startClientCasket(protocol, { client: 's3cmd', agentWrites: 'read-stamp', buckets: ['s3cmd-person', 's3cmd-agent'] });
+  });
+  afterAll(async () => env?.stop());
+
+  describe.each(ROLES)('as %s', (role: Role) => {
+    const bucket = `s3cmd-${role}`;
+    let cmd: ReturnType<typeof s3cmd>;
+    let dir: string;
+    beforeAll(() => {
+      dir = join(env.dir, role);
+      mkdirSync(dir, { recursive: true });
+      cmd = s3cmd(dir, env.endpoint, env.cred(role));
+    });
+    const run = async (args: string[]) => {
+      const r = ok(await cmd.run(args));
+      noMd5Complaints(r);
+      return r;
+    };
+
+    it('put and get, small and multipart; ls; del', async () => {
+      const small = randomBytes(5000);
+      const big = randomBytes(11 * MiB + 3);
+      writeFileSync(join(dir, 'small.bin'), small);
+      writeFileSync(join(dir, 'big.bin'), big);
+      await run(['put', join(dir, 'small.bin'), `s3://${bucket}/put/small.bin`]);
+      await run(['put', ...CHUNK, join(dir, 'big.bin'), `s3://${bucket}/put/big.bin`]);
+      expect((await env.head(bucket, 'put/small.bin')).ETag, `s3cmd (${role}, ${protocol}) put small → HeadObject`).toBe(plainETag(small));
+      expect((await env.head(bucket, 'put/big.bin')).ETag, `s3cmd (${role}, ${protocol}) put multipart → HeadObject`).toBe(multipartETag(big, PART));
+
+      await run(['get', '--force', `s3://${bucket}/put/small.bin`, join(dir, 'small.down')]);
+      await run(['get', '--force', `s3://${bucket}/put/big.bin`, join(dir, 'big.down')]);
+      expect(await sha256File(join(dir, 'small.down')), `s3cmd (${role}, ${protocol}) get small`).toBe(sha256(small));
+      expect(await sha256File(join(dir, 'big.down')), `s3cmd (${role}, ${protocol}) get multipart`).toBe(sha256(big));
+
+      const ls = await run(['ls', `s3://${bucket}/put/`]);
+      const rows = ls.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/).slice(2));
+      expect(rows, `s3cmd (${role}, ${protocol}) ls`).toEqual([[String(big.length), `s3://${bucket}/put/big.bin`], [String(small.length), `s3://${bucket}/put/small.bin`]]);
+
+      await run(['del', `s3://${bucket}/put/small.bin`]);
+      expect(await failure(env.head(bucket, 'put/small.bin')), `s3cmd (${role}, ${protocol}) del`).toMatchObject({ status: 404 });
+    });
+
+    it('sync twice: the second copies nothing', async () => {
+      const src = join(dir, 'tree');
+      mkdirSync(join(src, 'sub'), { recursive: true });
+      const files: Record<string, Buffer> = { 'a.txt': Buffer.from('alpha\n'), 'sub/b.bin': randomBytes(6 * MiB), 'sub/c d.txt': Buffer.from('with a space\n') };
+      for (const [name, data] of Object.entries(files)) writeFileSync(join(src, name), data);
+
+      const first = await env.mark();
+      await run(['sync', ...CHUNK, `${src}/`, `s3://${bucket}/sync/`]);
+      expect((await env.writesSince(first, bucket)).filter((w) => !w.startsWith('UploadPart')), `s3cmd (${role}, ${protocol}) first sync`).toHaveLength(3);
+      expect((await env.head(bucket, 'sync/sub/b.bin')).ETag).toBe(multipartETag(files['sub/b.bin']!, PART));
+      expect((await env.head(bucket, 'sync/a.txt')).ETag).toBe(plainETag(files['a.txt']!));
+
+      const second = await env.mark();
+      const again = await run(['sync', ...CHUNK, `${src}/`, `s3://${bucket}/sync/`]);
+      expect(await env.writesSince(second, bucket), `s3cmd (${role}, ${protocol}) second sync: ${again.stdout}`).toEqual([]);
+    });
+
+    it('info shows the ETag as "<sha256>-1"; a stale --add-header If-Match exits 14 and writes nothing', async () => {
+      const key = 'cas/report.txt';
+      const v1 = await env.overwrite(bucket, key, 'report v1\n');
+      const info = await run(['info', `s3://${bucket}/${key}`]);
+      const seen = /MD5 sum:\s+(\S+)/.exec(info.stdout)?.[1];
+      expect(`"${seen}"`, `s3cmd (${role}, ${protocol}) info`).toBe(suffixed(v1));
+      await run(['get', '--force', `s3://${bucket}/${key}`, join(dir, 'report.down')]);
+
+      const v2 = await env.overwrite(bucket, key, 'report v2, by someone else\n');
+      writeFileSync(join(dir, 'report.txt'), 'report v3, lost\n');
+      const stale = exits(await cmd.run(['put', `--add-header=If-Match:"${seen}"`, join(dir, 'report.txt'), `s3://${bucket}/${key}`]), 14);
+      expect(stale.stderr, `s3cmd (${role}, ${protocol}) put --add-header If-Match stale`).toMatch(/412 \(PreconditionFailed\)/);
+      expect((await env.head(bucket, key)).ETag, 'nothing was written').toBe(v2);
+
+      // Read again, and the write conditioned on what was read goes through.
+      await run(['get', '--force', `s3://${bucket}/${key}`, join(dir, 'report.down')]);
+      const fresh = /MD5 sum:\s+(\S+)/.exec((await run(['info', `s3://${bucket}/${key}`])).stdout)?.[1];
+      await run(['put', `--add-header=If-Match:"${fresh}"`, join(dir, 'report.txt'), `s3://${bucket}/${key}`]);
+      expect((await env.head(bucket, key)).ETag).toBe(plainETag(Buffer.from('report v3, lost\n')));
+    });
+  });
+});
