@@ -60,7 +60,9 @@ process.once('exit', () => {
 export async function startMoto(): Promise<Upstream> {
   for (let tries = 0; ; tries++) {
     const port = await freePort();
-    const proc = spawn('python3', ['-m', 'moto.server', '-H', '127.0.0.1', '-p', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // PR_SET_PDEATHSIG (prctl option 1): moto gets SIGTERM if this test worker dies without cleaning up.
+    const launcher = `import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGTERM); os.execvp(sys.executable, [sys.executable, '-m', 'moto.server', '-H', '127.0.0.1', '-p', '${port}'])`;
+    const proc = spawn('python3', ['-c', launcher], { stdio: ['ignore', 'ignore', 'pipe'] });
     started.add(proc);
     let stderr = '';
     proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));

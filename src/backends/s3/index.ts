@@ -71,6 +71,7 @@ import { compareKeys, validateBucketName, validateKey } from './names.js';
 import { Spool } from './spool.js';
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
+export { forwardUpstream } from './forward.js';
 
 export interface S3BackendOptions {
   url: string;
