@@ -38,6 +38,16 @@ export function python3(): string {
   return python;
 }
 
+/** Whether python3 can import `module` (boto3, awscli). */
+export function hasPythonModule(module: string): boolean {
+  try {
+    execFileSync(python3(), ['-c', `import ${module}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export interface RunOptions {
   env?: Record<string, string | undefined>;
   cwd?: string;
