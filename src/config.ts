@@ -16,6 +16,11 @@ export interface UpstreamConfig {
   accessKey: string;
   secretKey: string;
   region: string;
+  /**
+   * Other casket replicas write to the same upstream: a write the upstream
+   * cannot make atomic by itself is refused instead of serialized in-process.
+   */
+  replicas: boolean;
 }
 
 export interface Config {
@@ -57,7 +62,7 @@ interface Option {
 type RawConfig = Record<
   | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
-  | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'tlsCert' | 'tlsKey' | 'fsync'
+  | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'logLevel' | 'config',
   string | undefined
 >;
@@ -83,6 +88,7 @@ export const OPTIONS: Option[] = [
   { flag: '--upstream-access-key', env: 'CASKET_UPSTREAM_ACCESS_KEY', key: 'upstreamAccessKey', help: 'access key casket uses upstream' },
   { flag: '--upstream-secret-key', env: 'CASKET_UPSTREAM_SECRET_KEY', key: 'upstreamSecretKey', help: 'secret key casket uses upstream' },
   { flag: '--upstream-region', env: 'CASKET_UPSTREAM_REGION', key: 'upstreamRegion', help: 'region casket signs upstream requests for (default us-east-1)' },
+  { flag: '--upstream-replicas', env: 'CASKET_UPSTREAM_REPLICAS', key: 'upstreamReplicas', help: 'true | false: other caskets share this upstream (default: true with --state redis)' },
   { flag: '--tls-cert', env: 'CASKET_TLS_CERT', key: 'tlsCert', help: 'PEM certificate file: serve HTTPS' },
   { flag: '--tls-key', env: 'CASKET_TLS_KEY', key: 'tlsKey', help: 'PEM private key file for --tls-cert' },
   { flag: '--fsync', env: 'CASKET_FSYNC', key: 'fsync', help: 'true (default) | false: fsync object data before commit' },
@@ -151,7 +157,8 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     } catch {
       throw new ConfigError(`--upstream must be a URL, not "${raw.upstream}"`);
     }
-    upstream = { url: raw.upstream.replace(/\/+$/, ''), accessKey: raw.upstreamAccessKey, secretKey: raw.upstreamSecretKey, region: raw.upstreamRegion ?? 'us-east-1' };
+    const replicas = oneOf('--upstream-replicas', raw.upstreamReplicas, ['true', 'false'] as const, state === 'redis' ? 'true' : 'false') === 'true';
+    upstream = { url: raw.upstream.replace(/\/+$/, ''), accessKey: raw.upstreamAccessKey, secretKey: raw.upstreamSecretKey, region: raw.upstreamRegion ?? 'us-east-1', replicas };
   }
   const agentHeader = (raw.agentHeader ?? 'x-agent-id').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(agentHeader)) throw new ConfigError(`--agent-header must be a header name, not "${agentHeader}"`);

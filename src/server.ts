@@ -112,8 +112,8 @@ function createBackend(config: Config, state: StateStore, metrics: Metrics, log:
       ...upstream,
       state,
       spoolDir: join(config.dataDir, 'spool'),
-      // Replicas share the upstream (and a Redis state store): writes the upstream cannot make atomic are refused.
-      replicas: config.state === 'redis',
+      // Replicas share the upstream: writes the upstream cannot make atomic are refused.
+      replicas: upstream.replicas,
       observe: (method, seconds) => metrics.upstream.observe({ method }, seconds),
       onProbe: (result) => log.info({ upstream: upstream.url, capabilities: result.capabilities, note: result.note }, 'upstream conditional writes probed'),
       onProbeError: (error) => log.warn({ upstream: upstream.url, err: error }, 'upstream probe failed; retried on the next conditional write'),

@@ -5,12 +5,6 @@
  * credentials, the answer streamed back as is (the caller consumes or
  * destroys the body, as client.ts requires).
  *
- * Deliberately NOT wired as `S3Backend.forward` yet: with it, the S3 layer
- * forwards every unmodeled sub-resource, and integration tests that expect
- * the embedded store's 501 (wire-errors: `?website` → 501) answer what the
- * upstream says instead (moto: 404 NoSuchWebsiteConfiguration, as AWS).
- * Wiring it is one line in S3Backend: `forward(r) { return forwardUpstream(this.client, r); }`.
- *
  * Headers: hop-by-hop ones (RFC 9110 §7.6.1), `expect`, and everything casket
  * signs itself are dropped both ways; casket's own `x-amz-meta-casket-*`
  * never crosses.

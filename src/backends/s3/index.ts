@@ -48,6 +48,8 @@ import {
   type ByteRange,
   type CommitCondition,
   type CompletedPart,
+  type ForwardRequest,
+  type ForwardResponse,
   type ListObjectsParams,
   type ListObjectsResult,
   type ListPartsParams,
@@ -69,9 +71,10 @@ import { ETagResolver, META_SHA256, META_WRITER, multipartETag, upstreamObjectHe
 import { KeyLock } from './key-lock.js';
 import { compareKeys, validateBucketName, validateKey } from './names.js';
 import { Spool } from './spool.js';
+import { forwardUpstream } from './forward.js';
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
-export { forwardUpstream } from './forward.js';
+export { forwardUpstream };
 
 export interface S3BackendOptions {
   url: string;
@@ -436,6 +439,11 @@ export class S3Backend implements Backend {
       ...(isTruncated && result.NextKeyMarker && { nextKeyMarker: result.NextKeyMarker }),
       ...(isTruncated && result.NextUploadIdMarker && { nextUploadIdMarker: result.NextUploadIdMarker }),
     };
+  }
+
+  /** Operations casket does not model go upstream as they are, re-signed (s3/operations/unmodeled.ts). */
+  forward(request: ForwardRequest): Promise<ForwardResponse> {
+    return forwardUpstream(this.client, request);
   }
 
   async close(): Promise<void> {
