@@ -8,7 +8,7 @@
  * `--agent-writes read-stamp`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { awsCli, exits, hasPythonModule, ok, sha256File, type AwsCli } from '../helpers/cli-tools.js';
@@ -64,7 +64,14 @@ describe.runIf(available).each(PROTOCOLS)('awscli over %s', (protocol) => {
       const src = join(dir, 'tree');
       mkdirSync(join(src, 'sub'), { recursive: true });
       const files: Record<string, Buffer> = { 'a.txt': Buffer.from('alpha\n'), 'sub/b.bin': randomBytes(70_000), 'sub/c d.txt': Buffer.from('with a space\n') };
-      for (const [name, data] of Object.entries(files)) writeFileSync(join(src, name), data);
+      // Files older than the upload, as files to sync usually are: awscli
+      // re-uploads a file whose mtime is later than the object's LastModified,
+      // which S3 (and moto) keep to the second.
+      const past = new Date(Date.now() - 60_000);
+      for (const [name, data] of Object.entries(files)) {
+        writeFileSync(join(src, name), data);
+        utimesSync(join(src, name), past, past);
+      }
 
       const first = await env.mark();
       ok(await aws.run(['s3', 'sync', src, `s3://${bucket}/sync/`, ...QUIET]));

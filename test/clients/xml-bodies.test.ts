@@ -1,6 +1,6 @@
 /**
  * XML request bodies as real clients write them. rclone (Go's encoding/xml)
- * escapes `"` in a part ETag as `&#34;` and a newline in a key as `&#xA;`:
+ * escapes `"` in a part ETag as `&#34;` and `'` in a key as `&#39;`:
  * numeric character references that every XML parser must decode (XML 1.0
  * §4.1). Text content is significant: a DeleteObjects key ` x ` names the key
  * with the spaces, never `x`.
@@ -39,12 +39,14 @@ describe('XML request bodies', () => {
   });
 
   it('DeleteObjects: keys keep their surrounding spaces and numerically escaped characters', async () => {
-    for (const key of ['spaced', ' spaced ', 'line\nbreak']) await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: key }));
-    const body = `<Delete><Object><Key> spaced </Key></Object><Object><Key>line&#xA;break</Key></Object></Delete>`;
+    const quoted = `it's "quoted"`;
+    for (const key of ['spaced', ' spaced ', quoted]) await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: key }));
+    // As Go's encoding/xml writes them: `'` → &#39;, `"` → &#34;.
+    const body = `<Delete><Object><Key> spaced </Key></Object><Object><Key>it&#39;s &#34;quoted&#34;</Key></Object></Delete>`;
     const r = await raw(casket.url, casket.admin, { method: 'POST', path: `/${bucket}?delete=`, body, headers: { 'content-md5': createHash('md5').update(body).digest('base64') } });
     expect(r.status, r.body).toBe(200);
     await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'spaced' }));
     expect(await failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: ' spaced ' })))).toMatchObject({ status: 404 });
-    expect(await failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'line\nbreak' })))).toMatchObject({ status: 404 });
+    expect(await failure(s3.send(new HeadObjectCommand({ Bucket: bucket, Key: quoted })))).toMatchObject({ status: 404 });
   });
 });
