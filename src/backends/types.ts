@@ -25,6 +25,16 @@ export interface ObjectHeaders {
   expires?: string;
 }
 
+/** Each ObjectHeaders field and the HTTP header it is stored from and answered as. */
+export const OBJECT_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [
+  ['contentType', 'content-type'],
+  ['contentEncoding', 'content-encoding'],
+  ['contentDisposition', 'content-disposition'],
+  ['contentLanguage', 'content-language'],
+  ['cacheControl', 'cache-control'],
+  ['expires', 'expires'],
+];
+
 export interface ObjectInfo {
   bucket: string;
   key: string;

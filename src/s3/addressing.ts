@@ -5,14 +5,13 @@
  * The key is the percent-decoded path; `+` is a literal plus in a path.
  */
 import { S3Error } from './errors.js';
+import { MAX_KEY_BYTES } from './names.js';
 
 export interface Target {
   bucket?: string;
   key?: string;
 }
 
-/** Keys longer than this many UTF-8 bytes are refused, as in S3. */
-export const MAX_KEY_BYTES = 1024;
 
 function decode(segment: string): string {
   try {

@@ -5,19 +5,12 @@
  * at most 2 KB as in S3), and the response-* query overrides of GetObject
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
  */
-import type { ObjectHeaders, ObjectInfo } from '../backends/types.js';
+import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
 import { formatETag } from './etag.js';
 import { S3Error } from './errors.js';
 import { httpDate } from './respond.js';
 
-const STORED: Array<[keyof ObjectHeaders, string]> = [
-  ['contentType', 'content-type'],
-  ['contentEncoding', 'content-encoding'],
-  ['contentDisposition', 'content-disposition'],
-  ['contentLanguage', 'content-language'],
-  ['cacheControl', 'cache-control'],
-  ['expires', 'expires'],
-];
+const STORED = OBJECT_HEADER_NAMES;
 
 /** S3's limit on user metadata: names and values, UTF-8 bytes. */
 const MAX_METADATA_BYTES = 2048;

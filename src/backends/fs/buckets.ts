@@ -10,7 +10,7 @@
 import type Database from 'better-sqlite3';
 import { S3Error } from '../../s3/errors.js';
 import type { BucketInfo } from '../types.js';
-import { validateBucketName } from './names.js';
+import { validateBucketName } from '../../s3/names.js';
 
 interface BucketRow {
   name: string;

@@ -22,7 +22,8 @@
  *   a client retrying CompleteMultipartUpload after a lost response gets the
  *   object back instead of NoSuchUpload, as long as it is still that version.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { multipartETag } from '../etag.js';
 import type Database from 'better-sqlite3';
 import { S3Error } from '../../s3/errors.js';
 import type {
@@ -39,7 +40,7 @@ import type {
   WriteOptions,
 } from '../types.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
-import { compareKeys, validateKey } from './names.js';
+import { compareKeys, validateKey } from '../../s3/names.js';
 import type { CommitResult, Objects, StoreParts } from './objects.js';
 import { encodeHeaders, encodeMetadata, UPLOAD_COLUMNS, uploadInfo, type UploadRow } from './rows.js';
 
@@ -63,12 +64,6 @@ interface CompletedRow {
   bucket: string;
   key: string;
   etag: string;
-}
-
-export function multipartETag(partDigests: readonly Buffer[]): string {
-  const hash = createHash('sha256');
-  for (const digest of partDigests) hash.update(digest);
-  return `${hash.digest('hex')}-${partDigests.length}`;
 }
 
 /** A part ETag as a client sends it back: quotes optional, any case. */

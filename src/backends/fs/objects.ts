@@ -21,7 +21,7 @@ import type { Buckets } from './buckets.js';
 import { evaluateCommit } from './commit-condition.js';
 import type { WalDurability } from './durability.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
-import { validateKey } from './names.js';
+import { validateKey } from '../../s3/names.js';
 import { blobReader, inlineReader } from './object-stream.js';
 import type { BlobReaper } from './reaper.js';
 import { blobIds, encodeHeaders, encodeMetadata, OBJECT_COLUMNS, objectInfo, type ObjectRow, type ObjectRowWithBody } from './rows.js';

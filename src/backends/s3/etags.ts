@@ -20,8 +20,9 @@
  * Metadata casket writes (`casket-*`) is hidden from clients.
  */
 import { createHash } from 'node:crypto';
+import { multipartETag } from '../etag.js';
 import type { StateStore } from '../../state/types.js';
-import type { ObjectHeaders, ObjectInfo } from '../types.js';
+import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../types.js';
 import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
 import { formatFor, unquote, type ETagForm } from './capabilities.js';
 
@@ -43,32 +44,17 @@ export class VersionChanged extends Error {
   }
 }
 
-export function multipartETag(partDigests: readonly Buffer[]): string {
-  const hash = createHash('sha256');
-  for (const digest of partDigests) hash.update(digest);
-  return `${hash.digest('hex')}-${partDigests.length}`;
-}
-
-const HEADER_NAMES: Array<[keyof ObjectHeaders, string]> = [
-  ['contentType', 'content-type'],
-  ['contentEncoding', 'content-encoding'],
-  ['contentDisposition', 'content-disposition'],
-  ['contentLanguage', 'content-language'],
-  ['cacheControl', 'cache-control'],
-  ['expires', 'expires'],
-];
-
 /** ObjectHeaders and user metadata as upstream request headers (casket-* names dropped from user metadata). */
 export function upstreamObjectHeaders(headers: ObjectHeaders, metadata: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [field, name] of HEADER_NAMES) if (headers[field] !== undefined) out[name] = headers[field]!;
+  for (const [field, name] of OBJECT_HEADER_NAMES) if (headers[field] !== undefined) out[name] = headers[field]!;
   for (const [name, value] of Object.entries(metadata)) if (!name.toLowerCase().startsWith(CASKET_META)) out[`x-amz-meta-${name.toLowerCase()}`] = value;
   return out;
 }
 
 export function objectHeadersFrom(h: Record<string, string>): ObjectHeaders {
   const out: ObjectHeaders = {};
-  for (const [field, name] of HEADER_NAMES) if (h[name] !== undefined) out[field] = h[name];
+  for (const [field, name] of OBJECT_HEADER_NAMES) if (h[name] !== undefined) out[field] = h[name];
   return out;
 }
 

@@ -67,9 +67,10 @@ import {
 } from '../types.js';
 import { NOTHING_ENFORCED, formatFor, probeCapabilities, unquote, type Capabilities, type ProbeResult } from './capabilities.js';
 import { drain, errorFrom, errorFromText, readText, rootOf, UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './client.js';
-import { ETagResolver, META_SHA256, META_WRITER, multipartETag, upstreamObjectHeaders, VersionChanged, type UpstreamObject } from './etags.js';
+import { multipartETag } from '../etag.js';
+import { ETagResolver, META_SHA256, META_WRITER, upstreamObjectHeaders, VersionChanged, type UpstreamObject } from './etags.js';
 import { KeyLock } from './key-lock.js';
-import { compareKeys, validateBucketName, validateKey } from './names.js';
+import { compareKeys, validateBucketName, validateKey } from '../../s3/names.js';
 import { Spool } from './spool.js';
 import { forwardUpstream } from './forward.js';
 

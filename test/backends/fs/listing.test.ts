@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openFsBackend, type FsBackend } from '../../../src/backends/fs/index.js';
-import { prefixSuccessor } from '../../../src/backends/fs/names.js';
+import { prefixSuccessor } from '../../../src/backends/fs/key-range.js';
 import type { ListObjectsParams } from '../../../src/backends/types.js';
 import { payloadOf, PUT_DEFAULTS, tempDataDir } from './helpers.js';
 
