@@ -158,6 +158,9 @@ export async function startClientCasket(protocol: Protocol, options: ClientCaske
       admin.destroy();
       await casket.stop();
       rmSync(dir, { recursive: true, force: true });
+      // Whatever the clients saw, casket itself must not have failed (InternalError, level ≥ error).
+      const failures = casket.logs.filter((line) => /"level":(50|60)\b/.test(line));
+      if (failures.length > 0) throw new Error(`casket logged ${failures.length} error(s) while serving ${options.client} over ${protocol}:\n${failures.slice(0, 5).join('\n')}`);
     },
   };
 }

@@ -2,11 +2,12 @@
  * A throwaway PKI for HTTPS tests, made with the `openssl` CLI: a test CA and
  * one server certificate for 127.0.0.1, localhost, s3.casket.test and
  * *.s3.casket.test (virtual-hosted buckets). Made once per test run — vitest's
- * workers share one directory keyed by the parent process — and published
- * with an atomic rename so two workers starting together never see half a set.
+ * workers share one directory keyed by the parent process, and the sets of
+ * finished runs are removed — and published with an atomic rename so two
+ * workers starting together never see half a set.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -57,10 +58,24 @@ function generate(dir: string): void {
 
 let cached: TestTls | undefined;
 
+/** Sets left by earlier runs, whose vitest process is gone. */
+function removeStaleSets(): void {
+  for (const name of readdirSync(tmpdir())) {
+    const pid = /^casket-test-tls-(\d+)$/.exec(name)?.[1];
+    if (!pid || Number(pid) === process.ppid) continue;
+    try {
+      process.kill(Number(pid), 0);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ESRCH') rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    }
+  }
+}
+
 export function testTls(): TestTls {
   if (cached) return cached;
   const dir = join(tmpdir(), `casket-test-tls-${process.ppid}`);
   if (!FILES.every((f) => existsSync(join(dir, f)))) {
+    removeStaleSets();
     const work = mkdtempSync(join(tmpdir(), 'casket-test-tls-work-'));
     generate(work);
     try {
