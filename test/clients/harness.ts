@@ -119,7 +119,13 @@ export async function startClientCasket(protocol: Protocol, options: ClientCaske
   const casket = await startCasket({ agents: [agentName], args });
   const endpoint: Endpoint = { url: casket.url, ...(protocol === 'https' && { caFile: testTls().caFile }) };
   const admin = sdkClient(endpoint, casket.admin);
-  for (const bucket of options.buckets) await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  try {
+    for (const bucket of options.buckets) await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  } catch (e) {
+    admin.destroy();
+    await casket.stop();
+    throw e;
+  }
   const dir = mkdtempSync(join(tmpdir(), `casket-${options.client}-${protocol}-`));
   const markerBucket = options.buckets[0]!;
   // A request whose log line comes after everything logged before it was sent.
