@@ -110,6 +110,11 @@ export interface ObjectReader {
   info: ObjectInfo;
   /** Opens the bytes of exactly this version (the whole object, or a range of it). */
   open(range?: ByteRange): Readable;
+  /**
+   * Small objects the backend already holds in memory: the same bytes as
+   * open(), without a stream, so the response goes out in one write.
+   */
+  inline?(range?: ByteRange): Buffer;
 }
 
 export interface ListObjectsParams {

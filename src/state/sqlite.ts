@@ -22,6 +22,7 @@ CREATE TABLE IF NOT EXISTS write_log (
   operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT
 );
 CREATE INDEX IF NOT EXISTS write_log_key ON write_log(bucket, key);
+CREATE INDEX IF NOT EXISTS write_log_at ON write_log(at);
 CREATE TABLE IF NOT EXISTS etag_index (
   bucket TEXT NOT NULL, key TEXT NOT NULL, upstream_etag TEXT NOT NULL, etag TEXT NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY (bucket, key, upstream_etag)
@@ -63,6 +64,9 @@ export class SqliteStateStore implements StateStore {
   private readonly q;
   /** Writes since the last prune: the caps hold between the once-a-minute prunes too. */
   private writes = 0;
+  /** Write-log entries waiting for this turn's transaction (flushLog). */
+  private pendingLog: WriteLogEntry[] = [];
+  private flushScheduled = false;
   /** Touch order of stamps: the least recently touched is evicted first, even within one millisecond. */
   private seq: number;
 
@@ -150,12 +154,35 @@ export class SqliteStateStore implements StateStore {
     this.q.forget.run(agent, bucket, key);
   }
 
+  /**
+   * Write-log entries are batched: one transaction per event-loop turn rather
+   * than one per write (a separate autocommit INSERT was ~9% of a small PUT,
+   * measured with --cpu-prof). A crash can lose the entries of that one turn;
+   * the objects themselves are committed by the backend before this runs.
+   */
+  private flushLog(): void {
+    this.flushScheduled = false;
+    if (this.pendingLog.length === 0) return;
+    const batch = this.pendingLog;
+    this.pendingLog = [];
+    this.db.transaction(() => {
+      for (const e of batch) {
+        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null);
+        this.counted();
+      }
+    })();
+  }
+
   async appendWriteLog(e: WriteLogEntry): Promise<void> {
-    this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null);
-    this.counted();
+    this.pendingLog.push(e);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(() => this.flushLog());
+    }
   }
 
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
+    this.flushLog();
     const where: string[] = ['at >= ?'];
     const args: Array<string | number> = [Date.now() - this.limits.ttlMs];
     if (q.bucket !== undefined) (where.push('bucket = ?'), args.push(q.bucket));
@@ -195,6 +222,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   async close(): Promise<void> {
+    this.flushLog();
     clearInterval(this.timer);
     this.db.close();
   }

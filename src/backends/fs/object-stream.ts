@@ -39,6 +39,10 @@ function bounds(range: ByteRange | undefined, size: number): { start: number; en
 export function inlineReader(info: ObjectInfo, body: Buffer): ObjectReader {
   return {
     info,
+    inline(range) {
+      const { start, end } = bounds(range, body.length);
+      return body.subarray(start, end + 1);
+    },
     open(range) {
       const { start, end } = bounds(range, body.length);
       const slice = body.subarray(start, end + 1);

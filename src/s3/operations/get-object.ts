@@ -6,6 +6,7 @@
  * stamp once the response is over: full only if every byte was delivered and
  * the bytes delivered so far cover the version (DESIGN §4). HEAD reads nothing.
  */
+import type { Readable } from 'node:stream';
 import type { ByteRange, ObjectInfo } from '../../backends/types.js';
 import { S3Error } from '../errors.js';
 import type { Handler, RequestContext } from '../context.js';
@@ -47,6 +48,25 @@ function headers(ctx: RequestContext, info: ObjectInfo, sel: Selection): { statu
   return { status: 206, headers: { ...h, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${info.size}` } };
 }
 
+/**
+ * Waits until a body stream has bytes (or has ended) before the 200 goes
+ * out: a body that fails at once — an upstream version that changed between
+ * casket's HEAD and GET — becomes a clean error response instead of a
+ * truncated 200.
+ */
+async function primed(body: Readable): Promise<Readable> {
+  await new Promise<void>((resolve, reject) => {
+    const done = (err?: Error) => {
+      body.off('readable', ready).off('end', ready).off('error', done);
+      if (err) reject(err);
+      else resolve();
+    };
+    const ready = () => done();
+    body.once('readable', ready).once('end', ready).once('error', done);
+  });
+  return body;
+}
+
 export const GetObject: Handler = async (ctx, { backend, guard, log }) => {
   const { bucket, key } = requireKey(ctx);
   checkVersion(ctx);
@@ -57,7 +77,8 @@ export const GetObject: Handler = async (ctx, { backend, guard, log }) => {
   const sel = select(ctx, info);
   const start = sel.range?.start ?? 0;
   const end = sel.range ? sel.range.end + 1 : info.size;
-  const response: S3Response = { ...headers(ctx, info, sel), body: reader.open(sel.range) };
+  const body = reader.inline ? reader.inline(sel.range) : await primed(reader.open(sel.range));
+  const response: S3Response = { ...headers(ctx, info, sel), body };
   const agent = ctx.agent;
   if (agent) {
     response.onFinish = (complete) =>
