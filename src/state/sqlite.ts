@@ -1,10 +1,10 @@
 /**
- * The default state store: SQLite (better-sqlite3) in the data dir, so a
+ * The default state store: SQLite (src/sqlite.ts) in the data dir, so a
  * restart does not forget who read what. Every method is one synchronous
  * statement or transaction, so the read-merge-write of a stamp is atomic
  * within the process. Pruning (TTL, entry cap) runs on open and once a minute.
  */
-import Database from 'better-sqlite3';
+import { openSqlite, type Database } from '../sqlite.js';
 import { fullStamp, mergeRead } from './read-coverage.js';
 import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
@@ -59,7 +59,7 @@ function toStamp(row: StampRow): ReadStamp {
 }
 
 export class SqliteStateStore implements StateStore {
-  private readonly db: Database.Database;
+  private readonly db: Database;
   private readonly timer: NodeJS.Timeout;
   private readonly q;
   /** Writes since the last prune: the caps hold between the once-a-minute prunes too. */
@@ -71,7 +71,7 @@ export class SqliteStateStore implements StateStore {
   private seq: number;
 
   constructor(path: string, private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {
-    this.db = new Database(path);
+    this.db = openSqlite(path);
     this.db.pragma('journal_mode = WAL');
     // NORMAL in WAL mode survives a process crash (kill -9); only an OS crash
     // may roll back the last transactions, which costs a stamp, never an object.

@@ -7,7 +7,7 @@
  * so an upload racing a DeleteBucket fails with NoSuchBucket instead of
  * leaving an object in a bucket that is gone.
  */
-import type Database from 'better-sqlite3';
+import type { Database, Statement } from '../../sqlite.js';
 import { S3Error } from '../../s3/errors.js';
 import type { BucketInfo } from '../types.js';
 import { validateBucketName } from '../../s3/names.js';
@@ -18,15 +18,15 @@ interface BucketRow {
 }
 
 export class Buckets {
-  private readonly selectAll: Database.Statement<[], BucketRow>;
-  private readonly selectOne: Database.Statement<[string], BucketRow>;
-  private readonly insert: Database.Statement<[string, number]>;
-  private readonly remove: Database.Statement<[string]>;
-  private readonly hasObjects: Database.Statement<[string], unknown>;
-  private readonly hasUploads: Database.Statement<[string], unknown>;
+  private readonly selectAll: Statement<[], BucketRow>;
+  private readonly selectOne: Statement<[string], BucketRow>;
+  private readonly insert: Statement<[string, number]>;
+  private readonly remove: Statement<[string]>;
+  private readonly hasObjects: Statement<[string], unknown>;
+  private readonly hasUploads: Statement<[string], unknown>;
   private readonly deleteBucket: (name: string) => void;
 
-  constructor(db: Database.Database) {
+  constructor(db: Database) {
     this.selectAll = db.prepare('SELECT name, created FROM buckets ORDER BY name');
     this.selectOne = db.prepare('SELECT name, created FROM buckets WHERE name = ?');
     this.insert = db.prepare('INSERT OR IGNORE INTO buckets (name, created) VALUES (?, ?)');

@@ -23,7 +23,7 @@
  * One process owns a data directory at a time (an exclusive SQLite lock);
  * opening one that is in use throws DataDirInUse.
  *
- * All database work is synchronous (better-sqlite3) and short: prepared
+ * All database work is synchronous (src/sqlite.ts) and short: prepared
  * statements, index seeks, no body bytes on the event loop except inline
  * bodies. File I/O is asynchronous; with many concurrent large writes or
  * fsyncs, raising UV_THREADPOOL_SIZE (default 4) before startup helps.

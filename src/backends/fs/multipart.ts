@@ -24,7 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { multipartETag } from '../etag.js';
-import type Database from 'better-sqlite3';
+import type { Database, Statement } from '../../sqlite.js';
 import { S3Error } from '../../s3/errors.js';
 import type {
   CompletedPart,
@@ -71,21 +71,21 @@ function normalizePartETag(etag: string): string {
   return etag.trim().replace(/^"(.*)"$/, '$1').toLowerCase();
 }
 
-type UploadSeekStatements = Record<Seek['from'], { bounded: Database.Statement<unknown[], UploadRow>; open: Database.Statement<unknown[], UploadRow> }>;
+type UploadSeekStatements = Record<Seek['from'], { bounded: Statement<unknown[], UploadRow>; open: Statement<unknown[], UploadRow> }>;
 
 export class Multipart {
-  private readonly selectUpload: Database.Statement<[string], StoredUploadRow>;
-  private readonly insertUpload: Database.Statement<[Record<string, unknown>]>;
-  private readonly deleteUpload: Database.Statement<[string]>;
-  private readonly selectPartBlob: Database.Statement<[string, number], { blob: string }>;
-  private readonly selectPartBlobs: Database.Statement<[string], { blob: string }>;
-  private readonly upsertPart: Database.Statement<[Record<string, unknown>]>;
-  private readonly selectParts: Database.Statement<[string], PartRow>;
-  private readonly selectPartsPage: Database.Statement<[string, number, number], PartRow>;
-  private readonly deleteParts: Database.Statement<[string]>;
-  private readonly selectCompleted: Database.Statement<[string], CompletedRow>;
-  private readonly insertCompleted: Database.Statement<[Record<string, unknown>]>;
-  private readonly pruneCompleted: Database.Statement<[number]>;
+  private readonly selectUpload: Statement<[string], StoredUploadRow>;
+  private readonly insertUpload: Statement<[Record<string, unknown>]>;
+  private readonly deleteUpload: Statement<[string]>;
+  private readonly selectPartBlob: Statement<[string, number], { blob: string }>;
+  private readonly selectPartBlobs: Statement<[string], { blob: string }>;
+  private readonly upsertPart: Statement<[Record<string, unknown>]>;
+  private readonly selectParts: Statement<[string], PartRow>;
+  private readonly selectPartsPage: Statement<[string, number, number], PartRow>;
+  private readonly deleteParts: Statement<[string]>;
+  private readonly selectCompleted: Statement<[string], CompletedRow>;
+  private readonly insertCompleted: Statement<[Record<string, unknown>]>;
+  private readonly pruneCompleted: Statement<[number]>;
   private readonly uploadScans: UploadSeekStatements;
   private readonly commitPart: (bucket: string, key: string, uploadId: string, part: Record<string, unknown>) => string[];
   private readonly commitComplete: (bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions) => CommitResult;

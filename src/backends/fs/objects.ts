@@ -6,7 +6,7 @@
  * A write is "receive, then commit": the body is consumed first (inline in
  * memory or into a fresh blob file, blobs.ts) without touching the database;
  * only once the payload stream ended clean, i.e. every signature, checksum and
- * length check passed, does one synchronous better-sqlite3 transaction read
+ * length check passed, does one synchronous SQLite transaction read
  * the current row, evaluate the CommitCondition against it
  * (commit-condition.ts) and write the new row. Node runs that transaction to
  * completion without yielding, and SQLite makes it atomic on disk, so the
@@ -15,7 +15,7 @@
  * already there) is discarded; blobs a commit stops referencing go to the
  * reaper (reaper.ts).
  */
-import type Database from 'better-sqlite3';
+import type { Database, Statement } from '../../sqlite.js';
 import type { BlobStore, ReceivedBody } from './blobs.js';
 import type { Buckets } from './buckets.js';
 import { evaluateCommit } from './commit-condition.js';
@@ -38,7 +38,7 @@ import {
 } from '../types.js';
 
 export interface StoreParts {
-  db: Database.Database;
+  db: Database;
   buckets: Buckets;
   blobs: BlobStore;
   reaper: BlobReaper;
@@ -72,11 +72,11 @@ export interface CommitResult {
 }
 
 export class Objects {
-  private readonly selectRow: Database.Statement<[string, string], ObjectRow>;
-  private readonly selectRowWithBody: Database.Statement<[string, string], ObjectRowWithBody>;
-  private readonly upsertRow: Database.Statement<[NewObjectRow]>;
-  private readonly deleteRow: Database.Statement<[string, string]>;
-  private readonly scans: Record<'>' | '>=', { bounded: Database.Statement<[string, string, string], ObjectRow>; open: Database.Statement<[string, string], ObjectRow> }>;
+  private readonly selectRow: Statement<[string, string], ObjectRow>;
+  private readonly selectRowWithBody: Statement<[string, string], ObjectRowWithBody>;
+  private readonly upsertRow: Statement<[NewObjectRow]>;
+  private readonly deleteRow: Statement<[string, string]>;
+  private readonly scans: Record<'>' | '>=', { bounded: Statement<[string, string, string], ObjectRow>; open: Statement<[string, string], ObjectRow> }>;
   private readonly commitPut: (row: NewObjectRow, options: WriteOptions) => CommitResult;
   private readonly commitDelete: (bucket: string, key: string, options: WriteOptions) => CommitResult;
 

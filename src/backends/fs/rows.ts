@@ -1,5 +1,5 @@
 /**
- * The shape of `objects` and `uploads` rows as better-sqlite3 returns them,
+ * The shape of `objects` and `uploads` rows as src/sqlite.ts returns them,
  * and their conversion to the Backend's ObjectInfo / MultipartUploadInfo.
  * Headers and x-amz-meta-* are stored as JSON (NULL when empty, the common
  * case, so nothing is parsed for them); every conversion returns fresh

@@ -19,7 +19,7 @@
  *   with fsync on it syncs the WAL in the background within a second of a
  *   commit, and before it unlinks any blob a commit stopped referencing, so a
  *   rolled-back row never points at a deleted file. FULL would put an fsync on
- *   the event loop in every commit (better-sqlite3 is synchronous).
+ *   the event loop in every commit (src/sqlite.ts is synchronous).
  * - `busy_timeout`: only matters for the lock at open, which we want to fail
  *   fast; afterwards nothing else can hold the database.
  *
@@ -37,7 +37,7 @@
  * - completed_uploads: recently completed upload ids and the ETag they made,
  *   so a retried CompleteMultipartUpload (lost response) succeeds.
  */
-import Database from 'better-sqlite3';
+import { isBusy, openSqlite, type Database } from '../../sqlite.js';
 
 const MIGRATIONS: readonly string[] = [
   `
@@ -101,8 +101,8 @@ export class DataDirInUse extends Error {
   }
 }
 
-export function openDatabase(file: string): Database.Database {
-  const db = new Database(file);
+export function openDatabase(file: string): Database {
+  const db = openSqlite(file);
   try {
     db.pragma('busy_timeout = 0');
     db.pragma('locking_mode = EXCLUSIVE');
@@ -110,7 +110,7 @@ export function openDatabase(file: string): Database.Database {
       // The first write takes the exclusive lock; in EXCLUSIVE mode it is never released.
       db.exec('BEGIN EXCLUSIVE; COMMIT');
     } catch (e) {
-      if ((e as { code?: string }).code === 'SQLITE_BUSY') throw new DataDirInUse(file, { cause: e });
+      if (isBusy(e)) throw new DataDirInUse(file, { cause: e });
       throw e;
     }
     const mode = db.pragma('journal_mode = WAL', { simple: true });
@@ -127,7 +127,7 @@ export function openDatabase(file: string): Database.Database {
   }
 }
 
-function migrate(db: Database.Database, file: string): void {
+function migrate(db: Database, file: string): void {
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version > MIGRATIONS.length) {
     throw new Error(`casket: ${file} has schema version ${version}; this casket knows up to ${MIGRATIONS.length}`);
