@@ -97,6 +97,15 @@ export interface PayloadDigest {
 export interface PutObjectOptions extends WriteOptions {
   headers: ObjectHeaders;
   metadata: Record<string, string>;
+  /**
+   * SHA-256 (hex) the body must have, when declared before the body (a
+   * signed literal x-amz-content-sha256, x-amz-checksum-sha256, a copy
+   * source's ETag). The payload still verifies it; an upstream backend may
+   * use it to stream the body through instead of receiving it first.
+   */
+  declaredSha256?: string;
+  /** Decoded length the body must have, when known before the body. */
+  contentLength?: number;
 }
 
 export interface ByteRange {

@@ -10,7 +10,10 @@
  *   https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html).
  * - Bodies go up PLAIN: `Content-Length` and a literal `x-amz-content-sha256`,
  *   never aws-chunked — Ceph RGW 16 rejects the STREAMING-*-TRAILER form
- *   (measured). The body is a spooled file whose SHA-256 is already known.
+ *   (measured). The body is a spooled file or buffer whose SHA-256 is already
+ *   known, or a stream whose SHA-256 the client declared: the upstream itself
+ *   refuses bytes that do not match it, and `HoldBack` keeps the last chunk
+ *   until casket's own checks passed.
  * - Only headers casket chose are sent: nothing hop-by-hop, no `Expect`.
  * - Timeouts: connecting (`connectTimeoutMs`) and idle sockets
  *   (`idleTimeoutMs`, while waiting for a response or between body bytes), so
@@ -30,6 +33,7 @@ import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../s3/errors.js';
 
 export interface UpstreamClientOptions {
@@ -46,8 +50,15 @@ export interface UpstreamClientOptions {
   observe?: (method: string, seconds: number) => void;
 }
 
-/** A body already on disk (spool.ts) or small in memory, with its SHA-256 known. */
-export type UpstreamBody = { file: string; size: number; sha256: string } | { data: Buffer; sha256?: string };
+/**
+ * A request body: already on disk (spool.ts), small in memory, or a stream
+ * whose length and SHA-256 were declared up front (see `HoldBack`). A stream
+ * can be sent once only.
+ */
+export type UpstreamBody =
+  | { file: string; size: number; sha256: string }
+  | { data: Buffer; sha256?: string }
+  | { stream: Readable; size: number; sha256: string };
 
 export interface UpstreamRequest {
   method: 'GET' | 'HEAD' | 'PUT' | 'POST' | 'DELETE';
@@ -174,8 +185,8 @@ export class UpstreamClient {
       .map((k) => `${encodeRfc3986(k)}=${encodeRfc3986(query[k]!)}`)
       .join('&');
     const body = req.body;
-    const sha256 = body === undefined ? EMPTY_SHA256 : 'file' in body ? body.sha256 : (body.sha256 ?? createHash('sha256').update(body.data).digest('hex'));
-    const length = body === undefined ? 0 : 'file' in body ? body.size : body.data.length;
+    const sha256 = body === undefined ? EMPTY_SHA256 : 'data' in body ? (body.sha256 ?? createHash('sha256').update(body.data).digest('hex')) : body.sha256;
+    const length = body === undefined ? 0 : 'data' in body ? body.data.length : body.size;
     const headers: Record<string, string> = {
       ...req.headers,
       host: this.base.host,
@@ -208,7 +219,8 @@ export class UpstreamClient {
         if (settled) return;
         settled = true;
         outgoing.destroy();
-        reject(unreachable(error));
+        // A streamed body that failed its own checks (an S3Error from the payload) is the client's error, not the upstream's.
+        reject(error instanceof S3Error ? error : unreachable(error));
       };
       outgoing.on('error', fail);
       // Connect timeout: a fresh socket that does not connect in time.
@@ -225,14 +237,31 @@ export class UpstreamClient {
         if (!settled) fail(error);
         else outgoing.destroy(error);
       });
+      let streamed: HoldBack | undefined;
       outgoing.on('response', (res) => {
         settled = true;
         this.options.observe?.(req.method, Number(process.hrtime.bigint() - started) / 1e9);
+        if (streamed && !streamed.writableFinished) {
+          // Answered before the whole body was sent (an early refusal): stop
+          // sending, and retire the socket once the answer is read — half a
+          // body must not be taken for the next request.
+          streamed.destroy();
+          res.once('close', () => outgoing.destroy());
+        }
         resolve(res);
       });
       if (body === undefined) outgoing.end();
       else if ('data' in body) outgoing.end(body.data);
-      else {
+      else if ('stream' in body) {
+        streamed = new HoldBack(body.size);
+        const source = body.stream;
+        source.once('error', (e) => fail(e));
+        streamed.once('error', (e) => fail(e));
+        outgoing.once('close', () => {
+          if (!streamed!.writableFinished) source.unpipe(streamed);
+        });
+        source.pipe(streamed).pipe(outgoing);
+      } else {
         const file = createReadStream(body.file);
         file.on('error', (e) => fail(e));
         outgoing.once('close', () => file.destroy());
@@ -264,6 +293,38 @@ export class UpstreamClient {
   }
 }
 
+/**
+ * Passes a streamed request body on, always keeping its latest chunk back
+ * until the source has ENDED — which a verifying Payload does only once
+ * every signature, checksum and length check passed. The upstream cannot
+ * commit an object whose last bytes it never received, so a body that fails
+ * a check (or a client that goes away) leaves nothing behind upstream: the
+ * request is destroyed with the last chunk still here. Also refuses to pass
+ * more bytes than the Content-Length sent upstream (a keep-alive socket must
+ * never carry a byte the upstream would read as the next request).
+ */
+export class HoldBack extends Transform {
+  private held: Buffer | undefined;
+  private seen = 0;
+
+  constructor(private readonly size: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
+    this.seen += chunk.length;
+    if (this.seen > this.size) return callback(new S3Error('IncompleteBody', 'The body is longer than its declared length.'));
+    const previous = this.held;
+    this.held = chunk;
+    callback(null, previous);
+  }
+
+  override _flush(callback: TransformCallback): void {
+    if (this.seen !== this.size) return callback(new S3Error('IncompleteBody', { fields: { ExpectedLength: this.size, ReceivedLength: this.seen } }));
+    callback(null, this.held);
+  }
+}
+
 function flatHeaders(res: IncomingMessage): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) out[k] = Array.isArray(v) ? v.join(',') : v;
@@ -272,6 +333,11 @@ function flatHeaders(res: IncomingMessage): Record<string, string> {
 
 /** Reads a (small) response body to text; network errors become 503. */
 export async function readText(res: UpstreamResponse, limit = 64 * 1024 * 1024): Promise<string> {
+  return (await readBytes(res, limit)).toString('utf8');
+}
+
+/** Reads a (small) response body; network errors become 503, more than `limit` bytes an InternalError. */
+export async function readBytes(res: UpstreamResponse, limit: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
   try {
@@ -287,7 +353,7 @@ export async function readText(res: UpstreamResponse, limit = 64 * 1024 * 1024):
     if (e instanceof S3Error) throw e;
     throw unreachable(e as Error);
   }
-  return Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks, size);
 }
 
 /** Consumes and discards a response body (keeps the socket reusable). */

@@ -8,9 +8,13 @@
  *
  * - SHA-256 ETags (etags.ts): kept with the object and indexed by the
  *   upstream's ETag; objects written around casket get theirs computed once.
- * - Bodies are spooled (spool.ts) until the client's payload ended clean and
- *   verified, then sent with Content-Length and their literal SHA-256. A
- *   client that disconnects or fails a check leaves nothing upstream.
+ * - PutObject bodies whose SHA-256 and length are declared up front stream
+ *   straight through, sent with that SHA-256 so the upstream itself refuses
+ *   bytes that do not match, the last chunk held back until casket's own
+ *   checks passed (client.ts HoldBack). Other bodies are received first
+ *   (spool.ts: ≤ 64 KiB in memory, else a file) until the payload ended clean
+ *   and verified. Either way a client that disconnects or fails a check
+ *   leaves nothing upstream.
  * - Atomic commits. A CommitCondition is translated to the upstream's own
  *   conditional request: 'if-match' casket ETags → the current version's
  *   upstream ETag is looked up (it must carry one of those casket ETags) and
@@ -33,7 +37,10 @@
  * Known gaps: CreateMultipartUpload does not know the writing agent, so
  * multipart objects carry no casket-writer; a CompleteMultipartUpload retried
  * after a lost response gets NoSuchUpload from the upstream (the embedded
- * store remembers completed uploads for a day).
+ * store remembers completed uploads for a day). A streamed PutObject body can
+ * be sent once: when the upstream refuses it and a fresh look says the write
+ * should be retried (the same content under a new upstream ETag), the client
+ * gets 503 SlowDown and retries.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
@@ -66,12 +73,12 @@ import {
   type WriteOptions,
 } from '../types.js';
 import { NOTHING_ENFORCED, formatFor, probeCapabilities, unquote, type Capabilities, type ProbeResult } from './capabilities.js';
-import { drain, errorFrom, errorFromText, readText, rootOf, UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './client.js';
+import { drain, errorFrom, errorFromText, readText, rootOf, UpstreamClient, type UpstreamBody, type UpstreamRequest, type UpstreamResponse } from './client.js';
 import { multipartETag } from '../etag.js';
 import { ETagResolver, META_SHA256, META_WRITER, upstreamObjectHeaders, VersionChanged, type UpstreamObject } from './etags.js';
 import { KeyLock } from './key-lock.js';
 import { compareKeys, validateBucketName, validateKey } from '../../s3/names.js';
-import { Spool } from './spool.js';
+import { INLINE_LIMIT, Spool } from './spool.js';
 import { forwardUpstream } from './forward.js';
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
@@ -212,35 +219,55 @@ export class S3Backend implements Backend {
 
   async putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo> {
     validateKey(key);
+    const declared = options.declaredSha256?.toLowerCase();
+    const length = options.contentLength;
+    if (declared !== undefined && /^[0-9a-f]{64}$/.test(declared) && length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT) {
+      // The SHA-256 and length are known before the body: stream it straight
+      // through (client.ts HoldBack), once — a write refused upstream cannot be resent.
+      let sent = false;
+      const body = (): UpstreamBody => {
+        if (sent) throw new S3Error('SlowDown', 'The object changed upstream while the body was being sent; please retry.');
+        sent = true;
+        return { stream: payload.stream, size: length, sha256: declared };
+      };
+      return this.put(bucket, key, options, declared, length, body);
+    }
     const spooled = await this.spool.receive(payload);
     try {
       const { sha256, size } = spooled.digest;
       const etag = sha256.toString('hex');
-      const headers: Record<string, string> = {
-        ...upstreamObjectHeaders(options.headers, options.metadata),
-        [`x-amz-meta-${META_SHA256}`]: etag,
-        ...(options.writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: options.writer }),
-      };
-      return await this.commit(bucket, key, 'PutObject', options, etag, async (condition) => {
-        const req: UpstreamRequest = { method: 'PUT', bucket, key, headers: { ...headers, ...condition }, body: { file: spooled.file, size, sha256: etag } };
-        const res = await this.client.send(req);
-        if (await refusedUpstream(res, req)) return REFUSED;
-        const upstreamETag = unquote(res.headers.etag ?? '');
-        if (upstreamETag !== '') await this.etags.remember(bucket, key, upstreamETag, etag);
-        return {
-          bucket,
-          key,
-          etag,
-          size,
-          lastModified: res.headers.date ? new Date(res.headers.date) : new Date(),
-          headers: options.headers,
-          metadata: withoutCasketMeta(options.metadata),
-          ...(options.writer !== undefined && { writer: options.writer }),
-        };
-      });
+      const body: UpstreamBody = 'data' in spooled.body ? { data: spooled.body.data, sha256: etag } : { file: spooled.body.file, size, sha256: etag };
+      return await this.put(bucket, key, options, etag, size, () => body);
     } finally {
       await spooled.discard();
     }
+  }
+
+  /** PutObject upstream of a body whose SHA-256 (`etag`) and size are known, through the commit loop. */
+  private put(bucket: string, key: string, options: PutObjectOptions, etag: string, size: number, body: () => UpstreamBody): Promise<ObjectInfo> {
+    const headers: Record<string, string> = {
+      ...upstreamObjectHeaders(options.headers, options.metadata),
+      [`x-amz-meta-${META_SHA256}`]: etag,
+      ...(options.writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: options.writer }),
+    };
+    return this.commit(bucket, key, 'PutObject', options, etag, async (condition) => {
+      const req: UpstreamRequest = { method: 'PUT', bucket, key, headers: { ...headers, ...condition }, body: body() };
+      const res = await this.client.send(req);
+      if (await refusedUpstream(res, req)) return REFUSED;
+      const upstreamETag = unquote(res.headers.etag ?? '');
+      const info: ObjectInfo = {
+        bucket,
+        key,
+        etag,
+        size,
+        lastModified: res.headers.date ? new Date(res.headers.date) : new Date(),
+        headers: options.headers,
+        metadata: withoutCasketMeta(options.metadata),
+        ...(options.writer !== undefined && { writer: options.writer }),
+      };
+      if (upstreamETag !== '') await this.etags.remember(bucket, key, upstreamETag, etag);
+      return info;
+    });
   }
 
   async deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null> {
@@ -302,14 +329,15 @@ export class S3Backend implements Backend {
     const spooled = await this.spool.receive(payload);
     try {
       const { sha256, size } = spooled.digest;
-      const md5 = spooled.digest.md5 ?? (await md5Of(spooled.file));
+      const stored = spooled.body;
+      const md5 = spooled.digest.md5 ?? ('data' in stored ? createHash('md5').update(stored.data).digest() : await md5Of(stored.file));
       const req: UpstreamRequest = {
         method: 'PUT',
         bucket,
         key,
         query: { partNumber: String(partNumber), uploadId },
         headers: { 'content-md5': md5.toString('base64') },
-        body: { file: spooled.file, size, sha256: sha256.toString('hex') },
+        body: 'data' in stored ? { data: stored.data, sha256: sha256.toString('hex') } : { file: stored.file, size, sha256: sha256.toString('hex') },
       };
       await drain(await this.client.ok(req));
       await this.options.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size });

@@ -1,14 +1,18 @@
 /**
- * Spooling a verified request body to a temporary file before it goes
- * upstream. Why: casket sends upstreams plain bodies with Content-Length and a
- * literal `x-amz-content-sha256` (Ceph RGW 16 rejects aws-chunked with
- * trailers, measured), and the SHA-256 is known only once the client's body
- * has been read and verified to the end. Spooling also means a client that
- * disconnects mid-upload, or whose body fails a signature/checksum check,
- * causes no upstream request at all: nothing is left behind upstream.
+ * Receiving a verified request body before it goes upstream, for bodies whose
+ * SHA-256 is known only at their end (UNSIGNED-PAYLOAD, the STREAMING-*
+ * forms, trailers). Why: casket sends upstreams plain bodies with
+ * Content-Length and a literal `x-amz-content-sha256` (Ceph RGW 16 rejects
+ * aws-chunked with trailers, measured). Receiving first also means a client
+ * that disconnects mid-upload, or whose body fails a signature/checksum
+ * check, causes no upstream request at all: nothing is left behind upstream.
+ * (A body whose SHA-256 was declared up front skips this: it streams straight
+ * through, see client.ts HoldBack.)
  *
- * Memory stays bounded: stream.pipeline with backpressure into a file under
- * the data dir. The caller must always call `discard()` (finally).
+ * Small bodies (≤ `inlineLimit`, 64 KiB) stay in memory, as on the embedded
+ * store; larger ones go to a file under the data dir through stream.pipeline
+ * with backpressure, so memory stays bounded. The caller must always call
+ * `discard()` (finally).
  */
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, mkdirSync, readdirSync, rmSync } from 'node:fs';
@@ -17,26 +21,56 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type { Payload, PayloadDigest } from '../types.js';
 
+/** Bodies up to this size are kept in memory rather than spooled to a file. */
+export const INLINE_LIMIT = 64 * 1024;
+
 export interface Spooled {
-  file: string;
+  /** The bytes: in memory (small) or in a file. */
+  body: { data: Buffer } | { file: string };
   digest: PayloadDigest;
   discard(): Promise<void>;
 }
 
 export class Spool {
-  constructor(private readonly dir: string) {
+  constructor(
+    private readonly dir: string,
+    private readonly inlineLimit = INLINE_LIMIT,
+  ) {
     // Files left by a previous process (crash) are garbage.
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
   }
 
-  /** Reads the payload to its end into a fresh file; rejects (file removed) when the payload fails any check. */
+  /** Reads the payload to its end, in memory or into a fresh file; rejects (file removed) when the payload fails any check. */
   async receive(payload: Payload): Promise<Spooled> {
+    const source = payload.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+    const pending: Buffer[] = [];
+    let size = 0;
+    try {
+      for (;;) {
+        const next = await source.next();
+        if (next.done) return { body: { data: Buffer.concat(pending, size) }, digest: payload.digest(), discard: async () => {} };
+        pending.push(next.value);
+        size += next.value.length;
+        if (size > this.inlineLimit) break;
+      }
+    } catch (e) {
+      payload.stream.destroy();
+      throw e;
+    }
     const file = join(this.dir, `${Date.now().toString(36)}-${randomBytes(8).toString('hex')}`);
     const discard = () => unlink(file).catch(() => {});
+    async function* all(): AsyncGenerator<Buffer> {
+      yield* pending.splice(0);
+      for (;;) {
+        const next = await source.next();
+        if (next.done) return;
+        yield next.value;
+      }
+    }
     try {
-      await pipeline(payload.stream, createWriteStream(file, { flags: 'wx' }));
-      return { file, digest: payload.digest(), discard };
+      await pipeline(all, createWriteStream(file, { flags: 'wx' }));
+      return { body: { file }, digest: payload.digest(), discard };
     } catch (e) {
       payload.stream.destroy();
       await discard();
