@@ -18,6 +18,11 @@
  *      (moto 5, measured) gives no part boundaries: such an object's ETag is
  *      then the SHA-256 of its whole content, without the `-N` suffix.
  * Metadata casket writes (`casket-*`) is hidden from clients.
+ *
+ * Index entries this process wrote or read are also kept in memory (bounded):
+ * an entry never goes stale (its key includes the upstream ETag), so the copy
+ * is as good as the store, and a read of a known version costs no state-store
+ * round trip or write.
  */
 import { createHash } from 'node:crypto';
 import { multipartETag } from '../etag.js';
@@ -25,6 +30,7 @@ import type { StateStore } from '../../state/types.js';
 import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../types.js';
 import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
 import { formatFor, unquote, type ETagForm } from './capabilities.js';
+import { Recent } from './recent.js';
 
 export const META_SHA256 = 'casket-sha256';
 export const META_WRITER = 'casket-writer';
@@ -69,8 +75,14 @@ export function userMetadataFrom(h: Record<string, string>): Record<string, stri
   return out;
 }
 
+/** Index entries kept in memory. */
+const KNOWN_ENTRIES = 50_000;
+
+type Resolved = { etag: string; partSizes?: number[] };
+
 export class ETagResolver {
-  private readonly computing = new Map<string, Promise<{ etag: string; partSizes?: number[] }>>();
+  private readonly computing = new Map<string, Promise<Resolved>>();
+  private readonly known = new Recent<Resolved>(KNOWN_ENTRIES);
 
   constructor(
     private readonly client: UpstreamClient,
@@ -79,17 +91,28 @@ export class ETagResolver {
   ) {}
 
   async remember(bucket: string, key: string, upstreamETag: string, etag: string, partSizes?: number[]): Promise<void> {
+    const id = `${bucket}\0${key}\0${upstreamETag}`;
+    const known = this.known.get(id);
+    if (known?.etag === etag && (partSizes === undefined || known.partSizes !== undefined)) return;
     await this.state.putIndexedETag(bucket, key, upstreamETag, etag);
     if (partSizes) await this.state.putIndexedETag(bucket, key, `${upstreamETag}#parts`, JSON.stringify(partSizes));
+    this.known.set(id, partSizes ? { etag, partSizes } : { etag });
   }
 
   /** From the index only (listing); undefined when not indexed. */
-  async indexed(bucket: string, key: string, upstreamETag: string): Promise<{ etag: string; partSizes?: number[] } | undefined> {
+  async indexed(bucket: string, key: string, upstreamETag: string): Promise<Resolved | undefined> {
+    const id = `${bucket}\0${key}\0${upstreamETag}`;
+    const known = this.known.get(id);
+    if (known) return known;
     const etag = await this.state.getIndexedETag(bucket, key, upstreamETag);
     if (etag === undefined) return undefined;
-    if (!etag.includes('-')) return { etag };
-    const sizes = await this.state.getIndexedETag(bucket, key, `${upstreamETag}#parts`);
-    return sizes === undefined ? { etag } : { etag, partSizes: JSON.parse(sizes) as number[] };
+    let resolved: Resolved = { etag };
+    if (etag.includes('-')) {
+      const sizes = await this.state.getIndexedETag(bucket, key, `${upstreamETag}#parts`);
+      if (sizes !== undefined) resolved = { etag, partSizes: JSON.parse(sizes) as number[] };
+    }
+    this.known.set(id, resolved);
+    return resolved;
   }
 
   /**
@@ -101,11 +124,11 @@ export class ETagResolver {
     const upstreamETag = unquote(h.etag ?? '');
     const size = Number(h['content-length'] ?? 0);
     const meta = h[`x-amz-meta-${META_SHA256}`];
-    let resolved: { etag: string; partSizes?: number[] } | undefined;
+    let resolved: Resolved | undefined;
     if (meta !== undefined && /^[0-9a-f]{64}$/.test(meta) && !upstreamETag.includes('-')) {
       resolved = { etag: meta };
       // Index it so listings need no HEAD for this version.
-      void this.state.putIndexedETag(bucket, key, upstreamETag, meta).catch(() => {});
+      void this.remember(bucket, key, upstreamETag, meta).catch(() => {});
     } else {
       resolved = (await this.indexed(bucket, key, upstreamETag)) ?? (await this.compute(bucket, key, upstreamETag, size));
     }

@@ -8,6 +8,8 @@
  *
  * - SHA-256 ETags (etags.ts): kept with the object and indexed by the
  *   upstream's ETag; objects written around casket get theirs computed once.
+ * - GetObject is one upstream GET: its headers give the ObjectInfo, its body
+ *   is what open() hands over (getObject).
  * - PutObject bodies whose SHA-256 and length are declared up front stream
  *   straight through, sent with that SHA-256 so the upstream itself refuses
  *   bytes that do not match, the last chunk held back until casket's own
@@ -17,8 +19,9 @@
  *   leaves nothing upstream.
  * - Atomic commits. A CommitCondition is translated to the upstream's own
  *   conditional request: 'if-match' casket ETags → the current version's
- *   upstream ETag is looked up (it must carry one of those casket ETags) and
- *   sent as `If-Match` (quoted or not, as the upstream matches it);
+ *   upstream ETag (it must carry one of those casket ETags: the version this
+ *   process last saw of the key, else a HEAD) is sent as `If-Match` (quoted
+ *   or not, as the upstream matches it);
  *   'if-none-match' → `If-None-Match: *`. A refusal (412, 409
  *   ConditionalRequestConflict, 404 NoSuchKey on If-Match) is re-evaluated
  *   against a fresh HEAD: the same casket ETag under a new upstream ETag is
@@ -37,15 +40,15 @@
  * Known gaps: CreateMultipartUpload does not know the writing agent, so
  * multipart objects carry no casket-writer; a CompleteMultipartUpload retried
  * after a lost response gets NoSuchUpload from the upstream (the embedded
- * store remembers completed uploads for a day). A streamed PutObject body can
- * be sent once: when the upstream refuses it and a fresh look says the write
+ * store remembers completed uploads for a day). A streamed PutObject body can be
+ * sent once: when the upstream refuses it and a fresh look says the write
  * should be retried (the same content under a new upstream ETag), the client
  * gets 503 SlowDown and retries.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough, type Readable } from 'node:stream';
+import { PassThrough, Readable } from 'node:stream';
 import { S3Error } from '../../s3/errors.js';
 import type { StateStore } from '../../state/types.js';
 import {
@@ -73,12 +76,13 @@ import {
   type WriteOptions,
 } from '../types.js';
 import { NOTHING_ENFORCED, formatFor, probeCapabilities, unquote, type Capabilities, type ProbeResult } from './capabilities.js';
-import { drain, errorFrom, errorFromText, readText, rootOf, UpstreamClient, type UpstreamBody, type UpstreamRequest, type UpstreamResponse } from './client.js';
+import { drain, errorFrom, errorFromText, readBytes, readText, rootOf, UpstreamClient, type UpstreamBody, type UpstreamRequest, type UpstreamResponse } from './client.js';
 import { multipartETag } from '../etag.js';
 import { ETagResolver, META_SHA256, META_WRITER, upstreamObjectHeaders, VersionChanged, type UpstreamObject } from './etags.js';
 import { KeyLock } from './key-lock.js';
 import { compareKeys, validateBucketName, validateKey } from '../../s3/names.js';
 import { INLINE_LIMIT, Spool } from './spool.js';
+import { Recent } from './recent.js';
 import { forwardUpstream } from './forward.js';
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
@@ -117,6 +121,12 @@ const REFUSED = Symbol('refused');
 /** The most times a write refused upstream is re-evaluated before giving up with the fresh state. */
 const MAX_ATTEMPTS = 5;
 
+/** Keys whose last seen version is remembered (lastSeen). */
+const LAST_SEEN_ENTRIES = 50_000;
+
+/** How long a GET's body waits for open() before it is released (the Backend interface cannot say "never": a 304 or 412 does not open). */
+const READER_LEASE_MS = 30_000;
+
 export function openS3Backend(options: S3BackendOptions): S3Backend {
   return new S3Backend(options);
 }
@@ -126,6 +136,14 @@ export class S3Backend implements Backend {
   private readonly spool: Spool;
   private readonly etags: ETagResolver;
   private readonly lock = new KeyLock();
+  /**
+   * The version this process last saw of each key (HEAD, GET, its own
+   * writes): a conditional write whose If-Match names it goes upstream with
+   * that version's upstream ETag at once, no HEAD first. Only a hint: the
+   * upstream's If-Match is the arbiter, and a stale entry costs a 412 and
+   * then the HEAD that would have come first anyway.
+   */
+  private readonly lastSeen = new Recent<UpstreamObject>(LAST_SEEN_ENTRIES);
   private probe: Promise<Capabilities> | undefined;
 
   constructor(private readonly options: S3BackendOptions) {
@@ -210,11 +228,51 @@ export class S3Backend implements Backend {
     return (await this.current(bucket, key))?.info ?? null;
   }
 
+  /**
+   * ONE upstream GET: its headers give the ObjectInfo, its body is kept for
+   * open(). A small body (≤ 64 KiB) is read at once and served inline; a
+   * larger one waits for open() (the whole object, or a range that covers
+   * it) for at most READER_LEASE_MS, then is released. open() of a true
+   * range, or a second open(), is a new ranged GET pinned to this version's
+   * upstream ETag (If-Match), as before.
+   */
   async getObject(bucket: string, key: string): Promise<ObjectReader | null> {
-    const current = await this.current(bucket, key);
-    if (!current) return null;
+    validateKey(key);
     const form = (await this.capabilities().catch(() => NOTHING_ENFORCED)).ifMatchPut;
-    return { info: current.info, open: (range) => this.openBody(bucket, key, current.upstreamETag, form, range) };
+    for (let attempt = 0; ; attempt++) {
+      const req: UpstreamRequest = { method: 'GET', bucket, key };
+      const res = await this.client.send(req);
+      if (res.status === 404) {
+        const error = await errorFrom(res, req);
+        if (error.code !== 'NoSuchKey') throw error;
+        this.unseen(bucket, key);
+        return null;
+      }
+      if (res.status >= 300) throw await errorFrom(res, req);
+      if (res.headers['content-length'] === undefined || res.headers['content-encoding']?.includes('aws-chunked')) {
+        // No length to build the ObjectInfo from: the HEAD way.
+        res.body.destroy();
+        const current = await this.current(bucket, key);
+        if (!current) return null;
+        return { info: current.info, open: (range) => this.openBody(bucket, key, current.upstreamETag, form, range) };
+      }
+      let current: UpstreamObject;
+      try {
+        current = await this.etags.resolve(bucket, key, res.headers);
+      } catch (e) {
+        res.body.destroy();
+        if (e instanceof VersionChanged && attempt < MAX_ATTEMPTS) continue;
+        throw e instanceof VersionChanged ? new S3Error('SlowDown', 'The object keeps changing upstream; please retry.') : e;
+      }
+      this.seen(bucket, key, current);
+      const { info } = current;
+      if (info.size <= INLINE_LIMIT) {
+        const data = await readBytes(res, INLINE_LIMIT);
+        if (data.length !== info.size) throw new S3Error('SlowDown', 'The object changed upstream while it was being read; please retry.');
+        return inlineReader(info, data);
+      }
+      return this.heldReader(bucket, key, current, res, form);
+    }
   }
 
   async putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo> {
@@ -265,7 +323,10 @@ export class S3Backend implements Backend {
         metadata: withoutCasketMeta(options.metadata),
         ...(options.writer !== undefined && { writer: options.writer }),
       };
-      if (upstreamETag !== '') await this.etags.remember(bucket, key, upstreamETag, etag);
+      if (upstreamETag !== '') {
+        await this.etags.remember(bucket, key, upstreamETag, etag);
+        this.seen(bucket, key, { info, upstreamETag });
+      } else this.unseen(bucket, key);
       return info;
     });
   }
@@ -276,6 +337,7 @@ export class S3Backend implements Backend {
       const req: UpstreamRequest = { method: 'DELETE', bucket, key, headers: condition };
       const res = await this.client.send(req);
       if (await refusedUpstream(res, req)) return REFUSED;
+      this.unseen(bucket, key);
       return current?.info ?? null;
     }, true);
   }
@@ -489,17 +551,61 @@ export class S3Backend implements Backend {
       const res = await this.client.send({ method: 'HEAD', bucket, key });
       await drain(res);
       if (res.status === 404) {
+        this.unseen(bucket, key);
         await this.headBucket(bucket);
         return null;
       }
       if (res.status >= 300) throw await errorFrom(res, { method: 'HEAD', bucket, key });
       try {
-        return await this.etags.resolve(bucket, key, res.headers);
+        const current = await this.etags.resolve(bucket, key, res.headers);
+        this.seen(bucket, key, current);
+        return current;
       } catch (e) {
         // Replaced while its ETag was being computed: look again.
         if (!(e instanceof VersionChanged) || attempt >= MAX_ATTEMPTS) throw e instanceof VersionChanged ? new S3Error('SlowDown', 'The object keeps changing upstream; please retry.') : e;
       }
     }
+  }
+
+  /** A reader over a GET response whose body is still to be read (see getObject). */
+  private heldReader(bucket: string, key: string, current: UpstreamObject, res: UpstreamResponse, form: Capabilities['ifMatchPut']): ObjectReader {
+    const { info, upstreamETag } = current;
+    let held: UpstreamResponse['body'] | undefined = res.body;
+    // Until handed over, an upstream failure only marks the body unusable (open() then GETs again).
+    const ignore = () => {};
+    held.on('error', ignore);
+    const release = () => {
+      clearTimeout(lease);
+      const body = held;
+      held = undefined;
+      // Unread bytes of a large body: closing the connection is cheaper than reading them.
+      if (body && !body.complete) body.destroy();
+    };
+    const lease = setTimeout(release, READER_LEASE_MS);
+    lease.unref();
+    return {
+      info,
+      open: (range) => {
+        const whole = range === undefined || (range.start === 0 && range.end === info.size - 1);
+        if (whole && held && !held.destroyed && !held.readableDidRead) {
+          clearTimeout(lease);
+          const body = held;
+          held = undefined;
+          body.off('error', ignore);
+          return body;
+        }
+        release();
+        return this.openBody(bucket, key, upstreamETag, form, range);
+      },
+    };
+  }
+
+  private seen(bucket: string, key: string, current: UpstreamObject): void {
+    this.lastSeen.set(`${bucket}\0${key}`, current);
+  }
+
+  private unseen(bucket: string, key: string): void {
+    this.lastSeen.delete(`${bucket}\0${key}`);
   }
 
   /** A Readable of one version's bytes, pinned to its upstream ETag; backpressure through pipe, upstream cancelled if the reader goes away. */
@@ -604,9 +710,13 @@ export class S3Backend implements Backend {
 
     return this.lock.run(`${bucket}\0${key}`, async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-        // Unconditional writes and upstream-enforced If-None-Match need no look first.
-        const look = condition.type === 'if-match' || !byUpstream || isDelete;
-        const current = look ? await this.current(bucket, key) : null;
+        // Unconditional writes and upstream-enforced If-None-Match need no look
+        // first; nor does an upstream-enforced If-Match naming the version last
+        // seen here (a stale one is refused upstream, then looked at).
+        const seen = attempt === 0 && condition.type === 'if-match' && byUpstream && !isDelete ? this.lastSeen.get(`${bucket}\0${key}`) : undefined;
+        const hinted = seen !== undefined && verdict(seen) === 'write';
+        const look = !hinted && (condition.type === 'if-match' || !byUpstream || isDelete);
+        const current = hinted ? seen : look ? await this.current(bucket, key) : null;
         if (look) {
           const v = verdict(current);
           if (v === 'same') return same(current);
@@ -618,8 +728,9 @@ export class S3Backend implements Backend {
         if (byUpstream && condition.type === 'if-none-match') headers['if-none-match'] = '*';
         const result = await write(headers, current);
         if (result !== REFUSED) return result;
-        // Let a concurrent writer finish before looking again.
-        await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+        this.unseen(bucket, key);
+        // Let a concurrent writer finish before looking again (a stale hint needs no wait: look now).
+        if (!hinted) await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
         // Refused upstream: something changed since we looked. Look again.
         if (condition.type === 'if-none-match') {
           const now = await this.current(bucket, key);
@@ -665,6 +776,18 @@ async function refusedUpstream(res: UpstreamResponse, req: UpstreamRequest, keep
   const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
   if (conditional && (code === 'ConditionalRequestConflict' || (res.status === 404 && code === 'NoSuchKey' && req.headers?.['if-match'] !== undefined))) return true;
   throw errorFromText(res.status, text, req);
+}
+
+/** A reader over a small body already in memory: served in one write (ObjectReader.inline). */
+function inlineReader(info: ObjectInfo, data: Buffer): ObjectReader {
+  const slice = (range?: ByteRange): Buffer => {
+    if (range === undefined) return data;
+    if (range.start < 0 || range.start > range.end || range.end >= data.length) {
+      throw new S3Error('InvalidRange', { fields: { RangeRequested: `bytes=${range.start}-${range.end}`, ActualObjectSize: data.length } });
+    }
+    return data.subarray(range.start, range.end + 1);
+  };
+  return { info, inline: slice, open: (range) => Readable.from([slice(range)].filter((b) => b.length > 0)) };
 }
 
 function withoutCasketMeta(metadata: Record<string, string>): Record<string, string> {

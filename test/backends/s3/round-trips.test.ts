@@ -1,10 +1,11 @@
 /**
- * The `s3` backend's round trips to the upstream, counted against a real
- * moto: a PutObject whose SHA-256 and length are declared streams straight
- * through (no spool) yet commits nothing when the body fails a check; small
- * bodies stay in memory.
+ * The `s3` backend's round trips to the upstream, counted against a real moto:
+ * GetObject is one GET; a PutObject whose SHA-256 and length are declared
+ * streams straight through (no spool) yet commits nothing when the body fails
+ * a check; a conditional PutObject naming the version last seen goes upstream
+ * without a HEAD first, and a stale hint still ends in the right 412.
  */
-import { S3Client } from '@aws-sdk/client-s3';
+import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPayload } from '../../../src/auth/payload.js';
 import { openS3Backend, type S3Backend } from '../../../src/backends/s3/index.js';
-import { type Payload, type PutObjectOptions } from '../../../src/backends/types.js';
+import { ConditionFailed, type Payload, type PutObjectOptions } from '../../../src/backends/types.js';
 import { MemoryStateStore } from '../../../src/state/memory.js';
 import { DEFAULT_STATE_LIMITS } from '../../../src/state/types.js';
 import { startMoto, type Upstream } from '../../helpers/upstream.js';
@@ -78,6 +79,52 @@ afterAll(async () => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
+describe('GetObject', () => {
+  it('is one upstream GET, for a small object (served inline) and a large one (its body handed over)', async () => {
+    const { b, calls } = counted();
+    await b.createBucket('get-one');
+    const small = Buffer.from('small body');
+    const large = randomBytes(1024 * 1024 + 3);
+    await b.putObject('get-one', 'small', payload(small), { condition: { type: 'none' }, headers: { contentType: 'text/plain' }, metadata: { a: '1' } });
+    await b.putObject('get-one', 'large', payload(large), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    calls.length = 0;
+
+    const s = await b.getObject('get-one', 'small');
+    expect(s?.info).toMatchObject({ etag: sha(small), size: small.length, headers: { contentType: 'text/plain' }, metadata: { a: '1' } });
+    expect(s?.inline?.()).toEqual(small);
+    expect(s?.inline?.({ start: 6, end: 9 }).toString()).toBe('body');
+    expect((await bytes(s!.open())).equals(small)).toBe(true);
+
+    const l = await b.getObject('get-one', 'large');
+    expect(l?.info).toMatchObject({ etag: sha(large), size: large.length });
+    expect(l?.inline).toBeUndefined();
+    expect((await bytes(l!.open())).equals(large)).toBe(true);
+    expect(calls).toEqual(['GET', 'GET']);
+
+    // A range is a second, ranged GET; so is a second open().
+    const r = await b.getObject('get-one', 'large');
+    expect((await bytes(r!.open({ start: 10, end: 19 }))).equals(large.subarray(10, 20))).toBe(true);
+    expect((await bytes(r!.open())).equals(large)).toBe(true);
+    // A range that covers the whole object is the body at hand.
+    calls.length = 0;
+    const w = await b.getObject('get-one', 'large');
+    expect((await bytes(w!.open({ start: 0, end: large.length - 1 }))).equals(large)).toBe(true);
+    expect(calls).toEqual(['GET']);
+
+    expect(await b.getObject('get-one', 'missing')).toBeNull();
+    await expect(b.getObject('no-such-bucket-here', 'k')).rejects.toMatchObject({ code: 'NoSuchBucket' });
+  });
+
+  it('a version replaced after getObject is not served for it: a ranged read of the old version fails', async () => {
+    const { b } = counted();
+    await b.createBucket('get-changed');
+    await b.putObject('get-changed', 'k', payload(randomBytes(200_000)), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    const reader = await b.getObject('get-changed', 'k');
+    await direct.send(new PutObjectCommand({ Bucket: 'get-changed', Key: 'k', Body: randomBytes(200_000) }));
+    await expect(bytes(reader!.open({ start: 0, end: 9 }))).rejects.toMatchObject({ code: 'SlowDown' });
+  });
+});
+
 describe('PutObject with a declared SHA-256', () => {
   it('streams through: one PUT, nothing spooled, the content and ETag right', async () => {
     const { b, calls } = counted();
@@ -119,5 +166,58 @@ describe('PutObject with a declared SHA-256', () => {
     const info = await b.putObject('put-small', 'k', payload('tiny'), { condition: { type: 'none' }, headers: {}, metadata: {} });
     expect(info.etag).toBe(sha('tiny'));
     expect(b.spooledFiles).toBe(0);
+  });
+});
+
+describe('conditional PutObject', () => {
+  it('naming the version last seen: straight to the upstream If-Match, no HEAD', async () => {
+    const { b, calls } = counted();
+    await b.createBucket('cond');
+    const v0 = await b.putObject('cond', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    calls.length = 0;
+    const v1 = await b.putObject('cond', 'k', payload('v1'), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} });
+    expect(calls).toEqual(['PUT']);
+    // After a HEAD (what the guard does first), the same.
+    await b.headObject('cond', 'k');
+    calls.length = 0;
+    const big = randomBytes(200_000);
+    await b.putObject('cond', 'k', payload(big, sha(big)), declared(big, { condition: { type: 'if-match', etags: [v1.etag] } }));
+    expect(calls).toEqual(['PUT']);
+    expect((await b.headObject('cond', 'k'))?.etag).toBe(sha(big));
+  });
+
+  it('a stale hint (the key changed around this process) ends in the 412 it should, with the current version', async () => {
+    const { b, calls } = counted();
+    await b.createBucket('cond-stale');
+    const v0 = await b.putObject('cond-stale', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    await direct.send(new PutObjectCommand({ Bucket: 'cond-stale', Key: 'k', Body: 'changed directly' }));
+    calls.length = 0;
+    const refused = await b.putObject('cond-stale', 'k', payload('mine'), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ConditionFailed);
+    expect((refused as ConditionFailed).current?.etag).toBe(sha('changed directly'));
+    // Refused upstream, then a HEAD (and one GET: the version written around casket has its SHA-256 computed).
+    expect(calls).toEqual(['PUT', 'HEAD', 'GET']);
+    // Streamed too: refused upstream, nothing written.
+    const big = randomBytes(200_000);
+    await b.putObject('cond-stale', 'k', payload('v2'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    await direct.send(new PutObjectCommand({ Bucket: 'cond-stale', Key: 'k', Body: 'changed again' }));
+    const refusedStreamed = await b.putObject('cond-stale', 'k', payload(big, sha(big)), declared(big, { condition: { type: 'if-match', etags: [sha('v2')] } })).catch((e: unknown) => e);
+    expect(refusedStreamed).toBeInstanceOf(ConditionFailed);
+    expect((await b.headObject('cond-stale', 'k'))?.etag).toBe(sha('changed again'));
+    // The condition naming the version now current succeeds.
+    await b.putObject('cond-stale', 'k', payload('v3'), { condition: { type: 'if-match', etags: [sha('changed again')] }, headers: {}, metadata: {} });
+    expect((await b.headObject('cond-stale', 'k'))?.etag).toBe(sha('v3'));
+  });
+
+  it('16 concurrent streamed If-Match writes on the version last seen: exactly one wins', async () => {
+    const { b } = counted();
+    await b.createBucket('cond-race');
+    const v0 = await b.putObject('cond-race', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    const bodies = Array.from({ length: 16 }, () => randomBytes(100_000));
+    const results = await Promise.allSettled(bodies.map((body) => b.putObject('cond-race', 'k', payload(body, sha(body)), declared(body, { condition: { type: 'if-match', etags: [v0.etag] } }))));
+    const won = results.filter((r) => r.status === 'fulfilled');
+    expect(won).toHaveLength(1);
+    for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ConditionFailed);
+    expect((await b.headObject('cond-race', 'k'))?.etag).toBe((won[0] as PromiseFulfilledResult<{ etag: string }>).value.etag);
   });
 });
