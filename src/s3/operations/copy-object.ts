@@ -35,7 +35,15 @@ export const CopyObject: Handler = async (ctx, services) => {
     // A single-part source's ETag is the SHA-256 of what the destination will hold.
     ...(!src.etag.includes('-') && { declaredSha256: src.etag }),
     bodyComing: true,
-    commit: (permit) => services.backend.putObject(bucket, key, copyPayload(source, undefined), { ...permit, headers, metadata, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    commit: (permit) =>
+      services.backend.putObject(bucket, key, copyPayload(source, undefined), {
+        ...permit,
+        headers,
+        metadata,
+        ...(ctx.agent !== undefined && { writer: ctx.agent }),
+        ...(!src.etag.includes('-') && { declaredSha256: src.etag }),
+        contentLength: src.size,
+      }),
     written: (info) => info,
   });
   return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix) });

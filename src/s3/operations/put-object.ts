@@ -26,6 +26,12 @@ export function expectsContinue(ctx: RequestContext): boolean {
   return ctx.headers.expect?.toLowerCase() === '100-continue';
 }
 
+/** The decoded body length, when the request states it (aws-chunked states it apart from Content-Length). */
+export function declaredLength(ctx: RequestContext): number | undefined {
+  const value = ctx.headers['x-amz-decoded-content-length'] ?? ctx.headers['content-length'];
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
+}
+
 export function requireLength(ctx: RequestContext): void {
   if (ctx.headers['content-length'] === undefined && ctx.headers['x-amz-decoded-content-length'] === undefined) {
     throw new S3Error('MissingContentLength');
@@ -38,6 +44,7 @@ export const PutObject: Handler = async (ctx, services) => {
   const headers = objectHeadersFrom(ctx.headers);
   const metadata = metadataFrom(ctx.headers);
   const declared = declaredSha256(ctx);
+  const length = declaredLength(ctx);
   const info = await guardedWrite({
     ctx,
     services,
@@ -47,7 +54,16 @@ export const PutObject: Handler = async (ctx, services) => {
     conditions: writeConditionsFrom(ctx.headers),
     ...(declared !== undefined && { declaredSha256: declared }),
     bodyComing: !expectsContinue(ctx),
-    commit: (permit) => services.backend.putObject(bucket, key, ctx.payload(), { ...permit, headers, metadata, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    commit: (permit) =>
+      services.backend.putObject(bucket, key, ctx.payload(), {
+        ...permit,
+        headers,
+        metadata,
+        ...(ctx.agent !== undefined && { writer: ctx.agent }),
+        // Known before the body: an upstream backend can stream it through.
+        ...(declared !== undefined && { declaredSha256: declared }),
+        ...(length !== undefined && { contentLength: length }),
+      }),
     written: (info) => info,
   });
   return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix) });
