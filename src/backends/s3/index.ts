@@ -37,10 +37,11 @@
  *   this process, so an unconditional write can never slip between another
  *   write's check and its commit here.
  *
+ * - A CompleteMultipartUpload retried after a lost response succeeds while its
+ *   object is current (completed upload ids are kept in the state store).
+ *
  * Known gaps: CreateMultipartUpload does not know the writing agent, so
- * multipart objects carry no casket-writer; a CompleteMultipartUpload retried
- * after a lost response gets NoSuchUpload from the upstream (the embedded
- * store remembers completed uploads for a day). A streamed PutObject body can be
+ * multipart objects carry no casket-writer. A streamed PutObject body can be
  * sent once: when the upstream refuses it and a fresh look says the write
  * should be retried (the same content under a new upstream ETag), the client
  * gets 503 SlowDown and retries.
@@ -126,6 +127,13 @@ const LAST_SEEN_ENTRIES = 50_000;
 
 /** How long a GET's body waits for open() before it is released (the Backend interface cannot say "never": a 304 or 412 does not open). */
 const READER_LEASE_MS = 30_000;
+
+/**
+ * A completed upload id is remembered in the state-store index under
+ * (bucket, key, `<uploadId>#completed-upload`) — no upstream ETag contains
+ * '#' — so a retried CompleteMultipartUpload succeeds on any replica.
+ */
+const COMPLETED_UPLOAD_SUFFIX = '#completed-upload';
 
 export function openS3Backend(options: S3BackendOptions): S3Backend {
   return new S3Backend(options);
@@ -413,7 +421,13 @@ export class S3Backend implements Backend {
     validateKey(key);
     if (parts.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
     for (let i = 1; i < parts.length; i++) if (parts[i]!.partNumber <= parts[i - 1]!.partNumber) throw new S3Error('InvalidPartOrder');
-    const upstreamParts = await this.allUpstreamParts(bucket, key, uploadId);
+    let upstreamParts: Map<number, { etag: string; size: number }>;
+    try {
+      upstreamParts = await this.allUpstreamParts(bucket, key, uploadId);
+    } catch (e) {
+      if (e instanceof S3Error && e.code === 'NoSuchUpload') return this.completedBefore(bucket, key, uploadId, e);
+      throw e;
+    }
     const digests = new Map((await this.options.state.getPartDigests(uploadId)).map((d) => [d.partNumber, d]));
     const chosen = parts.map((p) => {
       const up = upstreamParts.get(p.partNumber);
@@ -461,12 +475,29 @@ export class S3Backend implements Backend {
       await this.client.send({ method: 'DELETE', bucket, key, query: { uploadId } }).then(drain, () => {});
     });
     await this.options.state.deletePartDigests(uploadId).catch(() => {});
+    // A retry of this completion whose answer was lost must succeed (completedBefore).
+    await this.options.state.putIndexedETag(bucket, key, `${uploadId}${COMPLETED_UPLOAD_SUFFIX}`, info.etag).catch(() => {});
     // The commit returned what it knows; HEAD fills in headers and metadata set at CreateMultipartUpload.
     if (Object.keys(info.headers).length === 0 && Object.keys(info.metadata).length === 0) {
       const fresh = await this.current(bucket, key).catch(() => null);
       if (fresh && fresh.info.etag === info.etag) return fresh.info;
     }
     return info;
+  }
+
+  /**
+   * A CompleteMultipartUpload of an upload the upstream no longer knows:
+   * success when this upload completed (remembered in the state store, so on
+   * any replica, for the store's TTL) and its object is still the current
+   * version — an SDK retrying after a lost response must not fail — else
+   * NoSuchUpload, as the embedded store answers.
+   */
+  private async completedBefore(bucket: string, key: string, uploadId: string, noSuchUpload: S3Error): Promise<ObjectInfo> {
+    const etag = await this.options.state.getIndexedETag(bucket, key, `${uploadId}${COMPLETED_UPLOAD_SUFFIX}`);
+    if (etag === undefined) throw noSuchUpload;
+    const current = await this.current(bucket, key);
+    if (current === null || current.info.etag !== etag) throw noSuchUpload;
+    return current.info;
   }
 
   async abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void> {

@@ -3,7 +3,8 @@
  * GetObject is one GET; a PutObject whose SHA-256 and length are declared
  * streams straight through (no spool) yet commits nothing when the body fails
  * a check; a conditional PutObject naming the version last seen goes upstream
- * without a HEAD first, and a stale hint still ends in the right 412.
+ * without a HEAD first, and a stale hint still ends in the right 412; a
+ * CompleteMultipartUpload retried after a lost response succeeds.
  */
 import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
@@ -219,5 +220,22 @@ describe('conditional PutObject', () => {
     expect(won).toHaveLength(1);
     for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ConditionFailed);
     expect((await b.headObject('cond-race', 'k'))?.etag).toBe((won[0] as PromiseFulfilledResult<{ etag: string }>).value.etag);
+  });
+});
+
+describe('CompleteMultipartUpload', () => {
+  it('retried after a lost response succeeds while its object is current; NoSuchUpload otherwise', async () => {
+    const { b } = counted();
+    await b.createBucket('complete-retry');
+    const u = await b.createMultipartUpload('complete-retry', 'k', {}, {});
+    const p = await b.uploadPart('complete-retry', 'k', u.uploadId, 1, createPayload(Readable.from([Buffer.from('only part')]), { auth: null, headers: { 'content-length': '9' }, md5: true }));
+    const parts = [{ partNumber: 1, etag: p.etag }];
+    const first = await b.completeMultipartUpload('complete-retry', 'k', u.uploadId, parts, { condition: { type: 'none' } });
+    const again = await b.completeMultipartUpload('complete-retry', 'k', u.uploadId, parts, { condition: { type: 'none' } });
+    expect(again.etag).toBe(first.etag);
+    // Another key, or the object replaced since: NoSuchUpload.
+    await expect(b.completeMultipartUpload('complete-retry', 'other', u.uploadId, parts, { condition: { type: 'none' } })).rejects.toMatchObject({ code: 'NoSuchUpload' });
+    await b.putObject('complete-retry', 'k', payload('replaced'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    await expect(b.completeMultipartUpload('complete-retry', 'k', u.uploadId, parts, { condition: { type: 'none' } })).rejects.toMatchObject({ code: 'NoSuchUpload' });
   });
 });
