@@ -29,6 +29,7 @@ async function deleteOne(ctx: RequestContext, services: Services, bucket: string
     bodyComing: false,
     commit: (permit) => services.backend.deleteObject(bucket, key, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
     written: () => null,
+    replaced: (deleted) => deleted,
   });
 }
 
