@@ -16,8 +16,10 @@
  * Modes: enforce refuses; observe counts and logs what it would refuse; off
  * applies only plain S3 semantics.
  */
+import { conditionHolds } from '../backends/commit-condition.js';
 import type { CommitCondition, ObjectInfo } from '../backends/types.js';
 import type { StateStore, WriteLogEntry } from '../state/types.js';
+import { expandETag } from '../s3/etag.js';
 import { commitConditionFor, evaluateWrite, hasWriteCondition, type WriteConditions } from './preconditions.js';
 import { Refusal, type RefusalReason } from './refusal.js';
 
@@ -35,16 +37,31 @@ export interface WriteRequest {
   bucket: string;
   key: string;
   agent?: string;
-  current: ObjectInfo | null;
+  /**
+   * The current version, read on demand (memoised by the caller): the happy
+   * path of a conditional write never needs it — the backend checks the
+   * condition atomically at commit — so an upstream HEAD is paid only to
+   * explain a refusal or to refuse early.
+   */
+  current: () => Promise<ObjectInfo | null>;
   conditions: WriteConditions;
   /** SHA-256 hex of the new content when declared before the body (signed payload hash, x-amz-checksum-sha256). */
   declaredSha256?: string;
+  /** Evaluate explicit conditions now, before the body is sent (Expect: 100-continue). */
+  early?: boolean;
 }
 
 export interface WritePermit {
   condition: CommitCondition;
   sameContentWins: boolean;
+  /** Why a failure of `condition` at commit refuses the write, when the guard derived it (read-stamp policy). */
+  conflictReason?: RefusalReason;
+  /** The version the agent last read, for the refusal's message. */
+  lastSeenETag?: string;
 }
+
+/** What the agent rules decide without the current version: a condition, or a refusal to explain. */
+type AgentDecision = { permit: WritePermit } | { refuse: RefusalReason; lastSeenETag?: string };
 
 export class Guard {
   constructor(private readonly state: StateStore, private readonly options: GuardOptions) {}
@@ -54,52 +71,80 @@ export class Guard {
   }
 
   async checkWrite(w: WriteRequest): Promise<WritePermit> {
-    const { current, conditions } = w;
-    // 1. Idempotent retry: the content is already there.
-    if (w.declaredSha256 && current && current.etag === w.declaredSha256) {
-      return { condition: commitConditionFor(conditions), sameContentWins: true };
+    const { conditions } = w;
+    const plain: WritePermit = { condition: commitConditionFor(conditions), sameContentWins: true };
+    if (conditions.ifNoneMatch !== undefined && conditions.ifNoneMatch !== '*') {
+      throw new Refusal('not-implemented', w.bucket, w.key, await w.current());
     }
-    // 2. Explicit conditions: plain S3 semantics for everyone, in every mode.
-    const verdict = evaluateWrite(current, conditions);
-    if (!verdict.ok) throw new Refusal(verdict.failure, w.bucket, w.key, current);
-    if (!w.agent || this.options.mode === 'off') return { condition: verdict.condition, sameContentWins: true };
-
-    // 3. Agent rules.
-    const derived = await this.agentRules(w as WriteRequest & { agent: string });
-    if (derived instanceof Refusal) {
+    if (w.agent && this.options.mode !== 'off') {
+      const decision = await this.agentRules(w as WriteRequest & { agent: string });
+      if ('permit' in decision) return this.early(w, decision.permit);
+      const refusal = await this.explain(w, decision.refuse, decision.lastSeenETag);
+      if (!refusal) return plain;
       const enforced = this.options.mode === 'enforce';
-      this.options.onRefusal?.(derived.reason, enforced, { agent: w.agent, bucket: w.bucket, key: w.key });
-      if (enforced) throw derived;
-      return { condition: verdict.condition, sameContentWins: true };
+      this.options.onRefusal?.(refusal.reason, enforced, { agent: w.agent, bucket: w.bucket, key: w.key });
+      if (enforced) throw refusal;
+      return plain;
     }
-    return { condition: derived, sameContentWins: true };
+    return this.early(w, plain);
   }
 
-  private async agentRules(w: WriteRequest & { agent: string }): Promise<CommitCondition | Refusal> {
-    const { current, conditions } = w;
-    const stamp = await this.state.getStamp(w.agent, w.bucket, w.key);
-    const refuse = (reason: RefusalReason) => new Refusal(reason, w.bucket, w.key, current, stamp?.etag);
+  /**
+   * With `early` (the client waits on Expect: 100-continue), the permit's
+   * condition is checked now against the current version, so a doomed upload
+   * is refused before its body is sent. The commit checks it again, atomically.
+   */
+  private async early(w: WriteRequest, permit: WritePermit): Promise<WritePermit> {
+    if (!w.early || permit.condition.type === 'none') return permit;
+    const current = await w.current();
+    if (w.declaredSha256 && current && current.etag === w.declaredSha256) return permit;
+    if (conditionHolds(permit.condition, current?.etag ?? null)) return permit;
+    throw this.conflict(w.bucket, w.key, current, w.conditions, permit);
+  }
 
+  /**
+   * Turns an agent-rule refusal into the refusal to send, with the current
+   * version: none when the content is already there (a retry, DESIGN §3 —
+   * before the agent rules); the S3 refusal when an explicit condition fails
+   * (plain S3 semantics first); else the agent rule's.
+   */
+  private async explain(w: WriteRequest, reason: RefusalReason, lastSeenETag: string | undefined): Promise<Refusal | undefined> {
+    const current = await w.current();
+    if (w.declaredSha256 && current && current.etag === w.declaredSha256) return undefined;
+    const verdict = evaluateWrite(current, w.conditions);
+    if (!verdict.ok) return new Refusal(verdict.failure, w.bucket, w.key, current);
+    // A partial read of a version that is no longer current is a stale one.
+    const why = reason === 'partial-read' && lastSeenETag !== undefined && current?.etag !== lastSeenETag ? 'stale-read' : reason;
+    return new Refusal(why, w.bucket, w.key, current, lastSeenETag);
+  }
+
+  private async agentRules(w: WriteRequest & { agent: string }): Promise<AgentDecision> {
+    const { conditions } = w;
+    const stamp = await this.state.getStamp(w.agent, w.bucket, w.key);
+    const seen = stamp ? { lastSeenETag: stamp.etag } : {};
     if (!hasWriteCondition(conditions)) {
-      if (this.options.agentWrites === 'require') return refuse('precondition-required');
+      if (this.options.agentWrites === 'require') return { refuse: 'precondition-required', ...seen };
       // Read-stamp policy: condition the write on what the agent last read whole,
       // or make it create-only when the agent never read the key.
-      if (!stamp) return current ? refuse('not-read') : { type: 'if-none-match' };
-      if (!stamp.full) return refuse('partial-read');
-      if (!current || current.etag !== stamp.etag) return refuse('stale-read');
-      return { type: 'if-match', etags: [stamp.etag] };
+      if (!stamp) return { permit: { condition: { type: 'if-none-match' }, sameContentWins: true, conflictReason: 'not-read' } };
+      if (!stamp.full) return { refuse: 'partial-read', ...seen };
+      return { permit: { condition: { type: 'if-match', etags: [stamp.etag] }, sameContentWins: true, conflictReason: 'stale-read', ...seen } };
     }
-    // If-None-Match: * creates; evaluateWrite has already checked the key is absent.
-    if (conditions.ifMatch === undefined || !current) return commitConditionFor(conditions);
-    if (stamp && stamp.etag === current.etag && !stamp.full) return refuse('partial-read');
-    if (stamp && stamp.etag !== current.etag) return refuse('stale-read');
-    return commitConditionFor(conditions);
+    const permit: WritePermit = { condition: commitConditionFor(conditions), sameContentWins: true };
+    if (conditions.ifMatch === undefined || !stamp) return { permit };
+    // The commit succeeds only if the current version is one the If-Match
+    // names, so the agent's stamp can be judged against those names alone.
+    const named = conditions.ifMatch === '*' ? [(await w.current())?.etag].filter((e): e is string => e !== undefined) : conditions.ifMatch.flatMap(expandETag);
+    if (!named.includes(stamp.etag)) return { refuse: 'stale-read', ...seen };
+    if (!stamp.full) return { refuse: 'partial-read', ...seen };
+    return { permit };
   }
 
-  /** A write lost at commit time (the version changed after checkWrite): the same 412 as any other. */
-  conflict(bucket: string, key: string, current: ObjectInfo | null, conditions: WriteConditions): Refusal {
+  /** A write lost at commit time: the current version did not satisfy the permit's condition. */
+  conflict(bucket: string, key: string, current: ObjectInfo | null, conditions: WriteConditions, permit?: WritePermit): Refusal {
     if (!current && conditions.ifMatch !== undefined) return new Refusal('no-such-key', bucket, key, null);
-    return new Refusal(hasWriteCondition(conditions) ? 'precondition-failed' : 'stale-read', bucket, key, current);
+    const reason = permit?.conflictReason ?? (hasWriteCondition(conditions) ? 'precondition-failed' : 'stale-read');
+    return new Refusal(reason, bucket, key, current, permit?.lastSeenETag);
   }
 
   /** Bytes [start, end) of `info` were delivered to the agent (complete: to the last byte asked for). */

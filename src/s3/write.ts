@@ -5,7 +5,7 @@
  * returns (the backend re-checks it atomically), record the write.
  */
 import { ConditionFailed, type CommitCondition, type ObjectInfo } from '../backends/types.js';
-import { hasWriteCondition, type WriteConditions } from '../guard/preconditions.js';
+import type { WriteConditions } from '../guard/preconditions.js';
 import { Refusal } from '../guard/refusal.js';
 import type { WritePermit } from '../guard/guard.js';
 import { parseETagList } from './etag.js';
@@ -38,6 +38,8 @@ export interface GuardedWrite<T> {
    * is decided at commit, once the SHA-256 is known.
    */
   bodyComing: boolean;
+  /** Check explicit conditions before the body is sent (the client asked: Expect: 100-continue). */
+  early?: boolean;
   commit(permit: WritePermit): Promise<T>;
   written(result: T): ObjectInfo | null;
   /** The version the commit replaced, when the commit reports it (DeleteObject does). */
@@ -46,18 +48,27 @@ export interface GuardedWrite<T> {
 
 export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
   const { backend, guard } = w.services;
-  // A person's unconditional write cannot be refused: skip reading the current
-  // version (an upstream HEAD was most of the latency casket added to a small
-  // PUT — measured with scripts/bench.mjs). Its write-log entry then names
-  // the previous version only when the commit reports it (deletes do).
-  const needsCurrent = hasWriteCondition(w.conditions) || (w.ctx.agent !== undefined && guard.mode !== 'off');
-  const current = needsCurrent ? await backend.headObject(w.bucket, w.key) : null;
+  // The current version is read only when something needs it — an early
+  // refusal, the explanation of a refusal — never on the happy path: the
+  // backend checks the condition atomically at commit, and upstream each
+  // read is a HEAD (most of what casket added to a small PUT, measured with
+  // scripts/bench.mjs).
+  let read: Promise<ObjectInfo | null> | undefined;
+  const current = () => (read ??= backend.headObject(w.bucket, w.key));
   let permit: WritePermit;
   let refusal: Refusal | undefined;
   try {
-    permit = await guard.checkWrite({ bucket: w.bucket, key: w.key, agent: w.ctx.agent, current, conditions: w.conditions, declaredSha256: w.declaredSha256 });
+    permit = await guard.checkWrite({
+      bucket: w.bucket,
+      key: w.key,
+      agent: w.ctx.agent,
+      current,
+      conditions: w.conditions,
+      ...(w.declaredSha256 !== undefined && { declaredSha256: w.declaredSha256 }),
+      ...(w.early !== undefined && { early: w.early }),
+    });
   } catch (e) {
-    if (!(e instanceof Refusal) || !w.bodyComing || !current || !VERSION_REFUSALS.has(e.reason)) throw e;
+    if (!(e instanceof Refusal) || !w.bodyComing || !e.current || !VERSION_REFUSALS.has(e.reason)) throw e;
     refusal = e;
     permit = { condition: ONLY_SAME_CONTENT, sameContentWins: true };
   }
@@ -67,10 +78,10 @@ export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
   } catch (e) {
     if (!(e instanceof ConditionFailed)) throw e;
     if (refusal) throw new Refusal(refusal.reason, w.bucket, w.key, e.current, refusal.lastSeenETag);
-    throw guard.conflict(w.bucket, w.key, e.current, w.conditions);
+    throw guard.conflict(w.bucket, w.key, e.current, w.conditions, permit);
   }
   const written = w.written(result);
-  const previous = current ?? w.replaced?.(result) ?? null;
+  const previousETag = (read && (await read)?.etag) ?? w.replaced?.(result)?.etag ?? replacedUnder(permit);
   await guard.recordWrite(
     {
       bucket: w.bucket,
@@ -78,10 +89,22 @@ export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
       operation: w.operation,
       ...(w.ctx.agent !== undefined && { agent: w.ctx.agent }),
       ...(w.ctx.accessKey !== undefined && { accessKey: w.ctx.accessKey }),
-      ...(previous && { previousETag: previous.etag }),
+      ...(previousETag !== undefined && { previousETag }),
       ...(written && { newETag: written.etag }),
     },
     written,
   );
   return result;
+}
+
+/**
+ * The version a committed If-Match replaced, for the write log: the one ETag
+ * it named. A value named in the `-1` client form stands for the plain
+ * SHA-256 (expandETag lists it last).
+ */
+function replacedUnder(permit: WritePermit): string | undefined {
+  const c = permit.condition;
+  if (c.type !== 'if-match' || c.etags === '*' || c.etags.length === 0) return undefined;
+  const values = new Set(c.etags.map((e) => e.replace(/-1$/, '')));
+  return values.size === 1 ? c.etags[c.etags.length - 1] : undefined;
 }

@@ -8,7 +8,7 @@
  * only once the payload stream ended clean, i.e. every signature, checksum and
  * length check passed, does one synchronous SQLite transaction read
  * the current row, evaluate the CommitCondition against it
- * (commit-condition.ts) and write the new row. Node runs that transaction to
+ * (backends/commit-condition.ts) and write the new row. Node runs that transaction to
  * completion without yielding, and SQLite makes it atomic on disk, so the
  * check and the write are one step for every other request and for a crash.
  * A body that is refused (stream error, failed condition, same content
@@ -18,7 +18,7 @@
 import type { Database, Statement } from '../../sqlite.js';
 import type { BlobStore, ReceivedBody } from './blobs.js';
 import type { Buckets } from './buckets.js';
-import { evaluateCommit } from './commit-condition.js';
+import { evaluateCommit } from '../commit-condition.js';
 import type { WalDurability } from './durability.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
 import { validateKey } from '../../s3/names.js';

@@ -54,6 +54,7 @@ export const PutObject: Handler = async (ctx, services) => {
     conditions: writeConditionsFrom(ctx.headers),
     ...(declared !== undefined && { declaredSha256: declared }),
     bodyComing: !expectsContinue(ctx),
+    early: expectsContinue(ctx),
     commit: (permit) =>
       services.backend.putObject(bucket, key, ctx.payload(), {
         ...permit,

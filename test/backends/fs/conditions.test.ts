@@ -5,7 +5,7 @@
  * concurrent writes conditioned on the same ETag, exactly one wins.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { evaluateCommit } from '../../../src/backends/fs/commit-condition.js';
+import { evaluateCommit } from '../../../src/backends/commit-condition.js';
 import { openFsBackend, type FsBackend } from '../../../src/backends/fs/index.js';
 import { ConditionFailed, type CommitCondition, type ObjectInfo } from '../../../src/backends/types.js';
 import { blobFiles, bytes, payloadOf, PUT_DEFAULTS, readAll, sameBytes, sha256Hex, tempDataDir } from './helpers.js';

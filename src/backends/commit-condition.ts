@@ -18,7 +18,7 @@
  * equals the current ETag; for a delete (new content: none), the key is
  * already absent. The caller then succeeds without writing.
  */
-import type { CommitCondition } from '../types.js';
+import type { CommitCondition } from './types.js';
 
 export type CommitOutcome = 'write' | 'fail' | 'same-content';
 

@@ -1,0 +1,112 @@
+/**
+ * The agent rules of the guard (DESIGN §3–4) on plain values: which write is
+ * refused with which reason, what condition the backend must commit under —
+ * and that the happy path never reads the current version (an upstream HEAD).
+ */
+import { describe, expect, it } from 'vitest';
+import type { ObjectInfo } from '../../src/backends/types.js';
+import { Guard, type AgentWritePolicy, type GuardMode, type WriteRequest } from '../../src/guard/guard.js';
+import type { WriteConditions } from '../../src/guard/preconditions.js';
+import { Refusal } from '../../src/guard/refusal.js';
+import { MemoryStateStore } from '../../src/state/memory.js';
+
+const V1 = '1'.repeat(64);
+const V2 = '2'.repeat(64);
+const info = (etag: string): ObjectInfo => ({ bucket: 'b', key: 'k', etag, size: 10, lastModified: new Date(), headers: {}, metadata: {} });
+
+async function setup(options: { mode?: GuardMode; agentWrites?: AgentWritePolicy } = {}) {
+  const state = new MemoryStateStore();
+  const guard = new Guard(state, { mode: options.mode ?? 'enforce', agentWrites: options.agentWrites ?? 'require' });
+  let reads = 0;
+  const check = (current: string | null, conditions: WriteConditions, extra: Partial<WriteRequest> = {}) =>
+    guard.checkWrite({
+      bucket: 'b',
+      key: 'k',
+      agent: 'alice',
+      conditions,
+      current: async () => {
+        reads++;
+        return current ? info(current) : null;
+      },
+      ...extra,
+    });
+  const outcome = async (current: string | null, conditions: WriteConditions, extra: Partial<WriteRequest> = {}) => {
+    try {
+      const permit = await check(current, conditions, extra);
+      return { permit: permit.condition, reads };
+    } catch (e) {
+      if (!(e instanceof Refusal)) throw e;
+      return { refused: e.reason, current: e.current?.etag, lastSeen: e.lastSeenETag, reads };
+    }
+  };
+  return { state, outcome, readFull: (etag: string) => state.recordRead('alice', 'b', 'k', { etag, size: 10, start: 0, end: 10 }), readPart: (etag: string) => state.recordRead('alice', 'b', 'k', { etag, size: 10, start: 0, end: 4 }) };
+}
+
+describe('guard: agents under the default policy (require)', () => {
+  it('an If-Match on the version the agent read whole is permitted without reading the current version', async () => {
+    const g = await setup();
+    await g.readFull(V1);
+    expect(await g.outcome(V1, { ifMatch: [V1] })).toEqual({ permit: { type: 'if-match', etags: [V1] }, reads: 0 });
+  });
+
+  it('no condition → 428 with the current version', async () => {
+    const g = await setup();
+    expect(await g.outcome(V1, {})).toMatchObject({ refused: 'precondition-required', current: V1 });
+  });
+
+  it('a partial read of the named version → partial-read; of a replaced version → stale-read', async () => {
+    const g = await setup();
+    await g.readPart(V1);
+    expect(await g.outcome(V1, { ifMatch: [V1] })).toMatchObject({ refused: 'partial-read', current: V1 });
+    // Someone wrote V2 since: the S3 condition fails first.
+    expect(await g.outcome(V2, { ifMatch: [V1] })).toMatchObject({ refused: 'precondition-failed', current: V2 });
+  });
+
+  it('naming a version other than the one last read → stale-read naming what it read', async () => {
+    const g = await setup();
+    await g.readFull(V1);
+    expect(await g.outcome(V2, { ifMatch: [V2] })).toMatchObject({ refused: 'stale-read', current: V2, lastSeen: V1 });
+  });
+
+  it('a retry of content that is already current passes every agent rule', async () => {
+    const g = await setup();
+    expect(await g.outcome(V1, {}, { declaredSha256: V1 })).toMatchObject({ permit: { type: 'none' } });
+  });
+
+  it('no stamp and an If-Match → permitted (the agent learned the ETag elsewhere); If-None-Match: * → create-only', async () => {
+    const g = await setup();
+    expect(await g.outcome(V1, { ifMatch: [V1] })).toEqual({ permit: { type: 'if-match', etags: [V1] }, reads: 0 });
+    expect(await g.outcome(null, { ifNoneMatch: '*' })).toMatchObject({ permit: { type: 'if-none-match' }, reads: 0 });
+  });
+
+  it('early (Expect: 100-continue) refuses a failing condition before the body', async () => {
+    const g = await setup();
+    expect(await g.outcome(V2, { ifMatch: [V1] }, { early: true, agent: undefined })).toMatchObject({ refused: 'precondition-failed', current: V2 });
+    expect(await g.outcome(null, { ifMatch: [V1] }, { early: true, agent: undefined })).toMatchObject({ refused: 'no-such-key' });
+  });
+
+  it('an ETag in If-None-Match → not-implemented, for people too', async () => {
+    const g = await setup();
+    expect(await g.outcome(V1, { ifNoneMatch: [V1] }, { agent: undefined })).toMatchObject({ refused: 'not-implemented' });
+  });
+});
+
+describe('guard: read-stamp policy', () => {
+  it('derives If-Match from the last full read, create-only from no read, and refuses a partial read', async () => {
+    const g = await setup({ agentWrites: 'read-stamp' });
+    expect(await g.outcome(null, {})).toMatchObject({ permit: { type: 'if-none-match' }, reads: 0 });
+    await g.readFull(V1);
+    expect(await g.outcome(V1, {})).toMatchObject({ permit: { type: 'if-match', etags: [V1] } });
+    await g.readPart(V2);
+    expect(await g.outcome(V2, {})).toMatchObject({ refused: 'partial-read', current: V2 });
+  });
+});
+
+describe('guard: modes', () => {
+  it('observe refuses nothing; off ignores agents', async () => {
+    const observe = await setup({ mode: 'observe' });
+    expect(await observe.outcome(V1, {})).toMatchObject({ permit: { type: 'none' } });
+    const off = await setup({ mode: 'off' });
+    expect(await off.outcome(V1, {})).toEqual({ permit: { type: 'none' }, reads: 0 });
+  });
+});
