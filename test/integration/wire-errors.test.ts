@@ -216,8 +216,11 @@ describe('connections', () => {
     const r = await raw(t.casket.url, t.casket.admin, { method: 'POST', path: `/${bucket}?delete`, headers: { 'content-md5': createHash('md5').update(xml).digest('base64') }, body: xml });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'MalformedXML']);
     const n = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?website` });
-    // Upstream, casket forwards what it does not model (the bucket has no website: 404, as AWS answers).
-    expect([n.status, errorCode(n.body)]).toEqual(UPSTREAM ? [404, 'NoSuchWebsiteConfiguration'] : [501, 'NotImplemented']);
+    // Upstream, casket forwards what it does not model and answers what the
+    // upstream says: no website configured is 404 on AWS and moto; Ceph RGW
+    // without the website feature answers 405 (measured).
+    if (UPSTREAM) expect([[404, 'NoSuchWebsiteConfiguration'], [405, 'MethodNotAllowed']]).toContainEqual([n.status, errorCode(n.body)]);
+    else expect([n.status, errorCode(n.body)]).toEqual([501, 'NotImplemented']);
   });
 });
 
