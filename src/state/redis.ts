@@ -124,16 +124,8 @@ interface StampScripts {
   touchStamp(...keysAndArgs: Array<string | number>): Promise<string[]>;
 }
 
-interface StoredLogEntry {
-  at: number;
-  bucket: string;
-  key: string;
-  operation: string;
-  agent?: string;
-  accessKey?: string;
-  previousETag?: string;
-  newETag?: string;
-}
+/** A write-log entry as JSON in Redis: the time as epoch ms. */
+type StoredLogEntry = Omit<WriteLogEntry, 'at'> & { at: number };
 
 /** MULTI reports a failed command inside its result, not as a rejection. */
 async function exec(transaction: ChainableCommander): Promise<void> {

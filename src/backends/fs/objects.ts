@@ -49,17 +49,8 @@ export interface StoreParts {
 }
 
 /** A new version, as the `objects` upsert binds it. */
-export interface NewObjectRow {
+export interface NewObjectRow extends ObjectRow {
   bucket: string;
-  key: string;
-  etag: string;
-  size: number;
-  last_modified: number;
-  writer: string | null;
-  headers: string | null;
-  metadata: string | null;
-  part_sizes: string | null;
-  blobs: string | null;
   body: Buffer | null;
 }
 
