@@ -33,30 +33,40 @@ describe('casket command', () => {
     const dir = mkdtempSync(join(tmpdir(), 'casket-cli-'));
     const first = await run(['--data-dir', dir]);
     const file = join(dir, 'credentials.json');
-    const saved = JSON.parse(readFileSync(file, 'utf8')).credentials[0];
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    expect(first.stderr()).toContain(saved.accessKey);
-    expect(first.stderr()).toContain(saved.secretKey);
-    const cred = { accessKeyId: saved.accessKey, secretAccessKey: saved.secretKey };
-    expect((await raw(first.url, cred, { method: 'GET', path: '/' })).status).toBe(200);
-    expect((await raw(first.url, cred, { method: 'GET', path: '/', unsigned: true })).status).toBe(403);
-    await first.stop();
+    let cred: { accessKeyId: string; secretAccessKey: string };
+    try {
+      const saved = JSON.parse(readFileSync(file, 'utf8')).credentials[0];
+      expect(statSync(file).mode & 0o777).toBe(0o600);
+      expect(first.stderr()).toContain(saved.accessKey);
+      expect(first.stderr()).toContain(saved.secretKey);
+      cred = { accessKeyId: saved.accessKey, secretAccessKey: saved.secretKey };
+      expect((await raw(first.url, cred, { method: 'GET', path: '/' })).status).toBe(200);
+      expect((await raw(first.url, cred, { method: 'GET', path: '/', unsigned: true })).status).toBe(403);
+    } finally {
+      await first.stop();
+    }
     const second = await run(['--data-dir', dir]);
-    expect((await raw(second.url, cred, { method: 'GET', path: '/' })).status).toBe(200);
-    await second.stop();
+    try {
+      expect((await raw(second.url, cred, { method: 'GET', path: '/' })).status).toBe(200);
+    } finally {
+      await second.stop();
+    }
   });
 
   it('--anonymous read lets unsigned requests read, never write', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'casket-cli-'));
     const admin = { accessKeyId: 'ANONTESTADMIN', secretAccessKey: 'anon-test-secret' };
     const c = await run(['--data-dir', dir, '--anonymous', 'read', '--access-key', admin.accessKeyId, '--secret-key', admin.secretAccessKey]);
-    await raw(c.url, admin, { method: 'PUT', path: '/pub' });
-    await raw(c.url, admin, { method: 'PUT', path: '/pub/k', body: 'public' });
-    const get = await raw(c.url, admin, { method: 'GET', path: '/pub/k', unsigned: true });
-    expect([get.status, get.body]).toEqual([200, 'public']);
-    const put = await raw(c.url, admin, { method: 'PUT', path: '/pub/k', body: 'x', unsigned: true });
-    expect(put.status).toBe(403);
-    await c.stop();
+    try {
+      await raw(c.url, admin, { method: 'PUT', path: '/pub' });
+      await raw(c.url, admin, { method: 'PUT', path: '/pub/k', body: 'public' });
+      const get = await raw(c.url, admin, { method: 'GET', path: '/pub/k', unsigned: true });
+      expect([get.status, get.body]).toEqual([200, 'public']);
+      const put = await raw(c.url, admin, { method: 'PUT', path: '/pub/k', body: 'x', unsigned: true });
+      expect(put.status).toBe(403);
+    } finally {
+      await c.stop();
+    }
   });
 
   it('refuses unknown flags and bad values with exit code 2 and a message', () => {
