@@ -124,6 +124,12 @@ export interface ObjectReader {
    * open(), without a stream, so the response goes out in one write.
    */
   inline?(range?: ByteRange): Buffer;
+  /**
+   * The caller will open() no more (a 304, a 412, a refused copy): free what
+   * the reader holds for it — pinned blobs, a held upstream connection — now
+   * rather than when its lease runs out. Streams already opened are not affected.
+   */
+  release?(): void;
 }
 
 export interface ListObjectsParams {

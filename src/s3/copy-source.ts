@@ -34,7 +34,12 @@ export async function openCopySource(backend: Backend, headers: Record<string, s
   if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: key, VersionId: versionId } });
   const reader = await backend.getObject(bucket, key);
   if (!reader) throw new S3Error('NoSuchKey', { fields: { Key: key } });
-  checkCopySourceConditions(reader.info, headers);
+  try {
+    checkCopySourceConditions(reader.info, headers);
+  } catch (e) {
+    reader.release?.();
+    throw e;
+  }
   return { bucket, key, reader };
 }
 

@@ -8,9 +8,9 @@
  * its row was read, so an overwrite or delete committed afterwards cannot get
  * them unlinked.
  * - The reader itself holds a pin for `leaseMs` (default 60 s): `open()` may
- *   be called any time within it, any number of times. The Backend interface
- *   has no way to say "I will not open it" (a 304 or 412 does not), so the
- *   lease is what frees a reader nobody opens.
+ *   be called any time within it, any number of times. `release()` drops it
+ *   at once (the caller will not open it, or not again); the lease frees a
+ *   reader whose caller never says.
  * - Each stream `open()` returns holds its own pin until it closes (ends,
  *   fails, or is destroyed), however long the client takes to read it.
  * A blob that turns out shorter than its row says fails the stream rather than
@@ -65,10 +65,18 @@ export function blobReader(
   leaseMs: number,
 ): ObjectReader {
   reaper.pin(ids);
-  setTimeout(() => reaper.unpin(ids), leaseMs).unref();
+  let leased = true;
+  const release = () => {
+    if (!leased) return;
+    leased = false;
+    clearTimeout(lease);
+    reaper.unpin(ids);
+  };
+  const lease = setTimeout(release, leaseMs).unref();
   const paths = ids.map((id) => blobs.path(id));
   return {
     info,
+    release,
     open(range) {
       const { start, end } = bounds(range, info.size);
       reaper.pin(ids);

@@ -106,6 +106,8 @@ export interface S3BackendOptions {
   capabilities?: Capabilities;
   connectTimeoutMs?: number;
   idleTimeoutMs?: number;
+  /** Most sockets open to the upstream at once (default 256). */
+  maxSockets?: number;
   /** Upstream latency, per method (metrics). */
   observe?: (method: string, seconds: number) => void;
   /** Called once the probe has run. */
@@ -162,6 +164,7 @@ export class S3Backend implements Backend {
       region: options.region,
       ...(options.connectTimeoutMs !== undefined && { connectTimeoutMs: options.connectTimeoutMs }),
       ...(options.idleTimeoutMs !== undefined && { idleTimeoutMs: options.idleTimeoutMs }),
+      ...(options.maxSockets !== undefined && { maxSockets: options.maxSockets }),
       ...(options.observe && { observe: options.observe }),
     });
     this.spool = new Spool(options.spoolDir);
@@ -616,6 +619,7 @@ export class S3Backend implements Backend {
     lease.unref();
     return {
       info,
+      release,
       open: (range) => {
         const whole = range === undefined || (range.start === 0 && range.end === info.size - 1);
         if (whole && held && !held.destroyed && !held.readableDidRead) {

@@ -5,6 +5,7 @@
  * destination. The copy is a guarded write of the source's bytes, so the
  * destination ETag is the SHA-256 of its content like any other object.
  */
+import type { ObjectInfo } from '../../backends/types.js';
 import { S3Error } from '../errors.js';
 import { formatETag } from '../etag.js';
 import type { Handler } from '../context.js';
@@ -25,7 +26,7 @@ export const CopyObject: Handler = async (ctx, services) => {
   const src = source.reader.info;
   const headers = directive === 'REPLACE' ? objectHeadersFrom(ctx.headers) : src.headers;
   const metadata = directive === 'REPLACE' ? metadataFrom(ctx.headers) : src.metadata;
-  const info = await guardedWrite({
+  const info = await guardedWrite<ObjectInfo>({
     ctx,
     services,
     bucket,
@@ -45,6 +46,6 @@ export const CopyObject: Handler = async (ctx, services) => {
         contentLength: src.size,
       }),
     written: (info) => info,
-  });
+  }).finally(() => source.reader.release?.());
   return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix) });
 };

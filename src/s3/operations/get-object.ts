@@ -73,11 +73,18 @@ export const GetObject: Handler = async (ctx, { backend, guard, log }) => {
   const reader = await backend.getObject(bucket, key);
   if (!reader) throw new S3Error('NoSuchKey', { fields: { Key: key } });
   const { info } = reader;
-  checkReadConditions(info, ctx.headers, ctx.etagSuffix);
-  const sel = select(ctx, info);
+  let sel: Selection;
+  let body: Buffer | Readable;
+  try {
+    checkReadConditions(info, ctx.headers, ctx.etagSuffix);
+    sel = select(ctx, info);
+    body = reader.inline ? reader.inline(sel.range) : await primed(reader.open(sel.range));
+  } finally {
+    // Opened or answered 304/412/416: the reader is not needed any more.
+    reader.release?.();
+  }
   const start = sel.range?.start ?? 0;
   const end = sel.range ? sel.range.end + 1 : info.size;
-  const body = reader.inline ? reader.inline(sel.range) : await primed(reader.open(sel.range));
   const response: S3Response = { ...headers(ctx, info, sel), body };
   const agent = ctx.agent;
   if (agent) {

@@ -59,8 +59,13 @@ export const UploadPartCopy: Handler = async (ctx, { backend }) => {
   const n = partNumber(ctx);
   const { bucket, key, id } = await requireUpload(ctx, backend);
   const source = await openCopySource(backend, ctx.headers);
-  const range = parseCopySourceRange(ctx.headers['x-amz-copy-source-range'], source.reader.info.size);
-  const part = await backend.uploadPart(bucket, key, id, n, copyPayload(source, range, true));
+  let part;
+  try {
+    const range = parseCopySourceRange(ctx.headers['x-amz-copy-source-range'], source.reader.info.size);
+    part = await backend.uploadPart(bucket, key, id, n, copyPayload(source, range, true));
+  } finally {
+    source.reader.release?.();
+  }
   return xmlResponse('CopyPartResult', { LastModified: xmlDate(part.lastModified), ETag: `"${part.etag}"` });
 };
 

@@ -239,3 +239,34 @@ describe('CompleteMultipartUpload', () => {
     await expect(b.completeMultipartUpload('complete-retry', 'k', u.uploadId, parts, { condition: { type: 'none' } })).rejects.toMatchObject({ code: 'NoSuchUpload' });
   });
 });
+
+describe('readers nobody opens', () => {
+  it('release() frees the held upstream connection at once: a 304 does not hold it for the lease', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'casket-s3-rt-'));
+    dirs.push(dir);
+    // Two sockets: without release(), two unopened readers would hold both for 30 s.
+    const b = openS3Backend({
+      url: moto.url,
+      accessKey: moto.accessKey,
+      secretKey: moto.secretKey,
+      region: moto.region,
+      state: new MemoryStateStore(DEFAULT_STATE_LIMITS),
+      spoolDir: join(dir, 'spool'),
+      capabilities: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true },
+      maxSockets: 2,
+    });
+    backends.push(b);
+    await b.createBucket('release');
+    const body = randomBytes(256 * 1024);
+    await b.putObject('release', 'big', payload(body), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    const started = Date.now();
+    for (let i = 0; i < 6; i++) {
+      const reader = await b.getObject('release', 'big');
+      expect(reader?.info.etag).toBe(sha(body));
+      reader!.release!();
+    }
+    const last = await b.getObject('release', 'big');
+    expect(sha(await bytes(last!.open()))).toBe(sha(body));
+    expect(Date.now() - started).toBeLessThan(10_000);
+  });
+});
