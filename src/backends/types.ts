@@ -251,7 +251,8 @@ export interface Backend {
   deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null>;
   listObjects(bucket: string, params: ListObjectsParams): Promise<ListObjectsResult>;
 
-  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>): Promise<MultipartUploadInfo>;
+  /** `writer`: the agent starting the upload (an upstream must store it now; the embedded store takes it at completion). */
+  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo>;
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo>;
   completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo>;
   abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void>;

@@ -137,6 +137,18 @@ describe('read stamps', () => {
     expect(r).toMatchObject({ status: 412, currentETag: v2 });
   });
 
+  it('a multipart upload by an agent names it as the writer to the next agent refused', async () => {
+    const v1 = (await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'mp-writer', Body: 'v1' }))).ETag!;
+    await read(alice, 'mp-writer');
+    await read(bob, 'mp-writer');
+    const { Upload } = await import('@aws-sdk/lib-storage');
+    const data = randomBytes(6 * 1024 * 1024);
+    await new Upload({ client: alice, params: { Bucket: bucket, Key: 'mp-writer', Body: data, IfMatch: v1 }, partSize: 5 * 1024 * 1024 }).done();
+    const r = await refusal(bob.send(new PutObjectCommand({ Bucket: bucket, Key: 'mp-writer', Body: 'bob', IfMatch: v1 })));
+    expect(r).toMatchObject({ status: 412, lastWriter: 'alice' });
+    expect(r.currentETag).toMatch(/-2"$/);
+  });
+
   it('boto3 download_file (ranged GETs with If-Match) is a full read', async () => {
     const data = randomBytes(40 * 1024 * 1024);
     const v = (await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'boto', Body: data }))).ETag!;

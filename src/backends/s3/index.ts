@@ -389,9 +389,11 @@ export class S3Backend implements Backend {
 
   // ---- multipart ----
 
-  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>): Promise<MultipartUploadInfo> {
+  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo> {
     validateKey(key);
-    const { doc } = await this.client.xml({ method: 'POST', bucket, key, query: { uploads: '' }, headers: upstreamObjectHeaders(headers, metadata) });
+    // Metadata cannot change after completion: the writer goes on at the start.
+    const upstreamHeaders = { ...upstreamObjectHeaders(headers, metadata), ...(writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: writer }) };
+    const { doc } = await this.client.xml({ method: 'POST', bucket, key, query: { uploads: '' }, headers: upstreamHeaders });
     const uploadId = rootOf<{ UploadId?: string }>(doc).UploadId;
     if (!uploadId) throw new S3Error('InternalError', 'The upstream did not return an UploadId.');
     return { bucket, key, uploadId, initiated: new Date(), headers, metadata: withoutCasketMeta(metadata) };

@@ -43,7 +43,7 @@ async function requireUpload(ctx: RequestContext, backend: Parameters<Handler>[1
 
 export const CreateMultipartUpload: Handler = async (ctx, { backend }) => {
   const { bucket, key } = requireKey(ctx);
-  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers), metadataFrom(ctx.headers));
+  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers), metadataFrom(ctx.headers), ctx.agent);
   return xmlResponse('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload.uploadId });
 };
 
