@@ -5,22 +5,17 @@
  * (replicas), upstream timeouts, and bodies that fail before their end
  * leaving nothing upstream or in the spool.
  */
-import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObjectCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
+import { CompleteMultipartUploadCommand, CreateMultipartUploadCommand, PutObjectCommand, UploadPartCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createPayload } from '../../../src/auth/payload.js';
-import { forwardUpstream, openS3Backend, probeCapabilities, type S3Backend } from '../../../src/backends/s3/index.js';
+import { forwardUpstream, probeCapabilities, type S3BackendOptions } from '../../../src/backends/s3/index.js';
 import { UpstreamClient } from '../../../src/backends/s3/client.js';
 import { ConditionFailed, type Payload } from '../../../src/backends/types.js';
 import { S3Error } from '../../../src/s3/errors.js';
-import { MemoryStateStore } from '../../../src/state/memory.js';
-import { DEFAULT_STATE_LIMITS } from '../../../src/state/types.js';
-import { startMoto, type Upstream } from '../../helpers/upstream.js';
+import { bytes, motoSuite } from './moto-suite.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 const md5 = (b: Buffer | string) => createHash('md5').update(b).digest('hex');
@@ -38,39 +33,14 @@ function brokenPayload(size: number): Payload {
   return createPayload(source, { auth: null, headers: { 'content-length': String(size) }, md5: true });
 }
 
-async function bytes(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
-let moto: Upstream;
-let direct: S3Client;
-const dirs: string[] = [];
-const backends: S3Backend[] = [];
 
-function backend(options: { replicas?: boolean; idleTimeoutMs?: number; url?: string } = {}): S3Backend {
-  const dir = mkdtempSync(join(tmpdir(), 'casket-s3-'));
-  dirs.push(dir);
-  const b = openS3Backend({ url: options.url ?? moto.url, accessKey: moto.accessKey, secretKey: moto.secretKey, region: moto.region, state: new MemoryStateStore(DEFAULT_STATE_LIMITS), spoolDir: join(dir, 'spool'), ...options });
-  backends.push(b);
-  return b;
-}
-
-beforeAll(async () => {
-  moto = await startMoto();
-  direct = new S3Client({ endpoint: moto.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: moto.accessKey, secretAccessKey: moto.secretKey } });
-});
-afterAll(async () => {
-  direct?.destroy();
-  for (const b of backends) await b.close();
-  await moto?.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+const suite = motoSuite();
+const backend = (options: Partial<S3BackendOptions> = {}) => suite.backend(options);
 
 describe('capability probe', () => {
   it('measures what moto 5 enforces: If-Match (quoted) and If-None-Match on PUT, If-Match on DELETE, If-None-Match but not If-Match on Complete', async () => {
-    const client = new UpstreamClient({ url: moto.url, accessKey: moto.accessKey, secretKey: moto.secretKey, region: moto.region });
+    const client = new UpstreamClient({ url: suite.moto.url, accessKey: suite.moto.accessKey, secretKey: suite.moto.secretKey, region: suite.moto.region });
     const result = await probeCapabilities(client);
     client.close();
     expect(result.capabilities).toEqual({ ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true });
@@ -85,7 +55,7 @@ describe('objects written around casket', () => {
   it('are read, listed and conditionally overwritten with their SHA-256 ETag, never a stale one', async () => {
     const b = backend();
     await b.createBucket('around');
-    await direct.send(new PutObjectCommand({ Bucket: 'around', Key: 'doc', Body: 'written directly', Metadata: { who: 'someone' } }));
+    await suite.direct.send(new PutObjectCommand({ Bucket: 'around', Key: 'doc', Body: 'written directly', Metadata: { who: 'someone' } }));
     const head = await b.headObject('around', 'doc');
     expect(head?.etag).toBe(sha('written directly'));
     expect(head?.metadata).toEqual({ who: 'someone' });
@@ -96,7 +66,7 @@ describe('objects written around casket', () => {
     expect(list.objects.map((o) => [o.key, o.etag])).toEqual([['doc', sha('written directly')]]);
 
     // Changed directly again: the new ETag shows everywhere, not the indexed one.
-    await direct.send(new PutObjectCommand({ Bucket: 'around', Key: 'doc', Body: 'changed directly' }));
+    await suite.direct.send(new PutObjectCommand({ Bucket: 'around', Key: 'doc', Body: 'changed directly' }));
     expect((await b.headObject('around', 'doc'))?.etag).toBe(sha('changed directly'));
     expect((await b.listObjects('around', { prefix: '', maxKeys: 1000 })).objects[0]?.etag).toBe(sha('changed directly'));
 
@@ -115,10 +85,10 @@ describe('objects written around casket', () => {
     await b.createBucket('around-mp');
     const part1 = randomBytes(5 * 1024 * 1024);
     const part2 = Buffer.from('tail');
-    const { UploadId } = await direct.send(new CreateMultipartUploadCommand({ Bucket: 'around-mp', Key: 'big' }));
-    const p1 = await direct.send(new UploadPartCommand({ Bucket: 'around-mp', Key: 'big', UploadId, PartNumber: 1, Body: part1 }));
-    const p2 = await direct.send(new UploadPartCommand({ Bucket: 'around-mp', Key: 'big', UploadId, PartNumber: 2, Body: part2 }));
-    await direct.send(new CompleteMultipartUploadCommand({ Bucket: 'around-mp', Key: 'big', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.ETag }] } }));
+    const { UploadId } = await suite.direct.send(new CreateMultipartUploadCommand({ Bucket: 'around-mp', Key: 'big' }));
+    const p1 = await suite.direct.send(new UploadPartCommand({ Bucket: 'around-mp', Key: 'big', UploadId, PartNumber: 1, Body: part1 }));
+    const p2 = await suite.direct.send(new UploadPartCommand({ Bucket: 'around-mp', Key: 'big', UploadId, PartNumber: 2, Body: part2 }));
+    await suite.direct.send(new CompleteMultipartUploadCommand({ Bucket: 'around-mp', Key: 'big', UploadId, MultipartUpload: { Parts: [{ PartNumber: 1, ETag: p1.ETag }, { PartNumber: 2, ETag: p2.ETag }] } }));
     // moto 5 ignores GET ?partNumber= (it answers with the whole object), so
     // the part boundaries are unknowable: the ETag is the SHA-256 of the whole
     // content. (On an upstream that honours partNumber it is the composite.)

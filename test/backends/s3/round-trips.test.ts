@@ -6,19 +6,14 @@
  * without a HEAD first, and a stale hint still ends in the right 412; a
  * CompleteMultipartUpload retried after a lost response succeeds.
  */
-import { PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createPayload } from '../../../src/auth/payload.js';
-import { openS3Backend, type S3Backend } from '../../../src/backends/s3/index.js';
+import type { S3Backend, S3BackendOptions } from '../../../src/backends/s3/index.js';
 import { ConditionFailed, type Payload, type PutObjectOptions } from '../../../src/backends/types.js';
-import { MemoryStateStore } from '../../../src/state/memory.js';
-import { DEFAULT_STATE_LIMITS } from '../../../src/state/types.js';
-import { startMoto, type Upstream } from '../../helpers/upstream.js';
+import { bytes, motoSuite } from './moto-suite.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
@@ -38,47 +33,22 @@ function declared(body: Buffer, options: Partial<PutObjectOptions> = {}): PutObj
   return { condition: { type: 'none' }, headers: {}, metadata: {}, declaredSha256: sha(body), contentLength: body.length, ...options };
 }
 
-async function bytes(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const c of stream) chunks.push(c as Buffer);
-  return Buffer.concat(chunks);
-}
 
-let moto: Upstream;
-let direct: S3Client;
-const dirs: string[] = [];
-const backends: S3Backend[] = [];
+
+const suite = motoSuite();
 
 /** A backend whose upstream requests are counted by method. */
-function counted(): { b: S3Backend; calls: string[] } {
-  const dir = mkdtempSync(join(tmpdir(), 'casket-s3-rt-'));
-  dirs.push(dir);
+function counted(options: Partial<S3BackendOptions> = {}): { b: S3Backend; calls: string[] } {
   const calls: string[] = [];
-  const b = openS3Backend({
-    url: moto.url,
-    accessKey: moto.accessKey,
-    secretKey: moto.secretKey,
-    region: moto.region,
-    state: new MemoryStateStore(DEFAULT_STATE_LIMITS),
-    spoolDir: join(dir, 'spool'),
+  const b = suite.backend({
     // Configured, so no probe requests are counted.
     capabilities: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true },
     observe: (method) => calls.push(method),
+    ...options,
   });
-  backends.push(b);
   return { b, calls };
 }
 
-beforeAll(async () => {
-  moto = await startMoto();
-  direct = new S3Client({ endpoint: moto.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: moto.accessKey, secretAccessKey: moto.secretKey } });
-});
-afterAll(async () => {
-  direct?.destroy();
-  for (const b of backends) await b.close();
-  await moto?.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
 
 describe('GetObject', () => {
   it('is one upstream GET, for a small object (served inline) and a large one (its body handed over)', async () => {
@@ -121,7 +91,7 @@ describe('GetObject', () => {
     await b.createBucket('get-changed');
     await b.putObject('get-changed', 'k', payload(randomBytes(200_000)), { condition: { type: 'none' }, headers: {}, metadata: {} });
     const reader = await b.getObject('get-changed', 'k');
-    await direct.send(new PutObjectCommand({ Bucket: 'get-changed', Key: 'k', Body: randomBytes(200_000) }));
+    await suite.direct.send(new PutObjectCommand({ Bucket: 'get-changed', Key: 'k', Body: randomBytes(200_000) }));
     await expect(bytes(reader!.open({ start: 0, end: 9 }))).rejects.toMatchObject({ code: 'SlowDown' });
   });
 });
@@ -191,7 +161,7 @@ describe('conditional PutObject', () => {
     const { b, calls } = counted();
     await b.createBucket('cond-stale');
     const v0 = await b.putObject('cond-stale', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
-    await direct.send(new PutObjectCommand({ Bucket: 'cond-stale', Key: 'k', Body: 'changed directly' }));
+    await suite.direct.send(new PutObjectCommand({ Bucket: 'cond-stale', Key: 'k', Body: 'changed directly' }));
     calls.length = 0;
     const refused = await b.putObject('cond-stale', 'k', payload('mine'), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ConditionFailed);
@@ -201,7 +171,7 @@ describe('conditional PutObject', () => {
     // Streamed too: refused upstream, nothing written.
     const big = randomBytes(200_000);
     await b.putObject('cond-stale', 'k', payload('v2'), { condition: { type: 'none' }, headers: {}, metadata: {} });
-    await direct.send(new PutObjectCommand({ Bucket: 'cond-stale', Key: 'k', Body: 'changed again' }));
+    await suite.direct.send(new PutObjectCommand({ Bucket: 'cond-stale', Key: 'k', Body: 'changed again' }));
     const refusedStreamed = await b.putObject('cond-stale', 'k', payload(big, sha(big)), declared(big, { condition: { type: 'if-match', etags: [sha('v2')] } })).catch((e: unknown) => e);
     expect(refusedStreamed).toBeInstanceOf(ConditionFailed);
     expect((await b.headObject('cond-stale', 'k'))?.etag).toBe(sha('changed again'));
@@ -242,20 +212,8 @@ describe('CompleteMultipartUpload', () => {
 
 describe('readers nobody opens', () => {
   it('release() frees the held upstream connection at once: a 304 does not hold it for the lease', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'casket-s3-rt-'));
-    dirs.push(dir);
     // Two sockets: without release(), two unopened readers would hold both for 30 s.
-    const b = openS3Backend({
-      url: moto.url,
-      accessKey: moto.accessKey,
-      secretKey: moto.secretKey,
-      region: moto.region,
-      state: new MemoryStateStore(DEFAULT_STATE_LIMITS),
-      spoolDir: join(dir, 'spool'),
-      capabilities: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true },
-      maxSockets: 2,
-    });
-    backends.push(b);
+    const { b } = counted({ maxSockets: 2 });
     await b.createBucket('release');
     const body = randomBytes(256 * 1024);
     await b.putObject('release', 'big', payload(body), { condition: { type: 'none' }, headers: {}, metadata: {} });
