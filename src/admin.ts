@@ -9,7 +9,7 @@
  */
 import type { CredentialLookup } from './auth/credentials.js';
 import { verifySigV4, type SignedRequest } from './auth/sigv4.js';
-import { S3Error } from './s3/errors.js';
+import { S3Error } from './vocabulary/errors.js';
 import type { Services } from './s3/context.js';
 
 export interface AdminResponse {

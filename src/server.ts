@@ -22,7 +22,7 @@ import { Readable } from 'node:stream';
 import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
 import { agentStamps, writeLog, type AdminResponse } from './admin.js';
-import { isS3Error } from './s3/errors.js';
+import { isS3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
 import type { Backend } from './backends/types.js';

@@ -44,7 +44,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { Transform, type TransformCallback } from 'node:stream';
-import { S3Error } from '../s3/errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 import { hmac, signaturesEqual, type ChunkSigning } from './sigv4.js';
 
 export const MAX_CHUNK_LINE = 4 * 1024;

@@ -22,7 +22,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { crc32 as zlibCrc32 } from 'node:zlib';
-import { S3Error } from '../s3/errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 
 export type ChecksumAlgorithm = 'crc32' | 'crc32c' | 'crc64nvme' | 'sha1' | 'sha256';
 

@@ -28,7 +28,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { finished, Transform, type Readable, type TransformCallback } from 'node:stream';
 import type { Payload, PayloadDigest } from '../backends/types.js';
-import { S3Error } from '../s3/errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 import { AwsChunkedParser } from './aws-chunked.js';
 import {
   checksumAlgorithmOf,

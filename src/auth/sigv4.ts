@@ -29,7 +29,7 @@
  * - POST policy (browser form upload) auth is not handled here.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import { S3Error } from '../s3/errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 import type { Credential, CredentialLookup } from './credentials.js';
 
 export interface SignedRequest {

@@ -19,7 +19,7 @@
 import { conditionHolds } from '../backends/commit-condition.js';
 import type { CommitCondition, ObjectInfo } from '../backends/types.js';
 import type { StateStore, WriteLogEntry } from '../state/types.js';
-import { expandETag } from '../s3/etag.js';
+import { expandETag } from '../vocabulary/etag.js';
 import { commitConditionFor, evaluateWrite, hasWriteCondition, type WriteConditions } from './preconditions.js';
 import { Refusal, type RefusalReason } from './refusal.js';
 

@@ -5,7 +5,7 @@
  * are the identity that holds (rclone and minio-js send custom headers
  * unsigned, s3cmd only on some requests — CLIENTS.md).
  */
-import { S3Error } from '../s3/errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 
 const AGENT_NAME = /^[\x21-\x7e]{1,128}$/;
 

@@ -10,7 +10,7 @@
  * https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html:
  * If-Match on a missing key → 404 NoSuchKey, If-None-Match only as `*`.
  */
-import { etagMatches, expandETag } from '../s3/etag.js';
+import { etagMatches, expandETag } from '../vocabulary/etag.js';
 import type { CommitCondition } from '../backends/types.js';
 
 export interface CurrentVersion {

@@ -4,8 +4,8 @@
  * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/VirtualHosting.html).
  * The key is the percent-decoded path; `+` is a literal plus in a path.
  */
-import { S3Error } from './errors.js';
-import { MAX_KEY_BYTES } from './names.js';
+import { S3Error } from '../vocabulary/errors.js';
+import { MAX_KEY_BYTES } from '../vocabulary/names.js';
 
 export interface Target {
   bucket?: string;

@@ -7,7 +7,7 @@
  */
 import { createPayload } from '../auth/payload.js';
 import type { Backend, ByteRange, ObjectReader, Payload } from '../backends/types.js';
-import { S3Error } from './errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 import { checkCopySourceConditions } from './read-conditions.js';
 
 export interface CopySource {

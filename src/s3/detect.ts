@@ -4,7 +4,7 @@
  * a sub-resource casket does not model is refused here with 501
  * NotImplemented, before anything else happens.
  */
-import { S3Error } from './errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
 
 /**

@@ -15,7 +15,7 @@ import { resolveTarget } from './addressing.js';
 import { payloadFactory, type RequestContext, type Services } from './context.js';
 import { detectOperation } from './detect.js';
 import { HANDLERS } from './dispatch.js';
-import { S3Error, isS3Error } from './errors.js';
+import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
 import { refusalError } from './refusal-error.js';
 import { errorResponse, type S3Response } from './respond.js';

@@ -6,8 +6,8 @@
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
  */
 import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
-import { formatETag } from './etag.js';
-import { S3Error } from './errors.js';
+import { formatETag } from '../vocabulary/etag.js';
+import { S3Error } from '../vocabulary/errors.js';
 import { httpDate } from './respond.js';
 
 const STORED = OBJECT_HEADER_NAMES;

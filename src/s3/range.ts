@@ -5,7 +5,7 @@
  * starts past the end is 416 InvalidRange.
  */
 import type { ByteRange } from '../backends/types.js';
-import { S3Error } from './errors.js';
+import { S3Error } from '../vocabulary/errors.js';
 
 export function parseRange(header: string | undefined, size: number): ByteRange | undefined {
   if (header === undefined) return undefined;

@@ -5,8 +5,8 @@
  */
 import type { ObjectInfo } from '../backends/types.js';
 import { evaluateRead, type ReadConditions } from '../guard/preconditions.js';
-import { formatETag, parseETagList } from './etag.js';
-import { S3Error } from './errors.js';
+import { formatETag, parseETagList } from '../vocabulary/etag.js';
+import { S3Error } from '../vocabulary/errors.js';
 import { httpDate } from './respond.js';
 
 function date(value: string | undefined): Date | undefined {

@@ -6,8 +6,8 @@
  * `x-casket-reason`, `x-casket-writer`, and the same as XML elements.
  */
 import type { Refusal, RefusalReason } from '../guard/refusal.js';
-import { formatETag } from './etag.js';
-import { S3Error, type S3ErrorCode } from './errors.js';
+import { formatETag } from '../vocabulary/etag.js';
+import { S3Error, type S3ErrorCode } from '../vocabulary/errors.js';
 import { httpDate } from './respond.js';
 
 const CODES: Record<RefusalReason, S3ErrorCode> = {

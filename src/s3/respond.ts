@@ -5,8 +5,8 @@
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html).
  */
 import type { Readable } from 'node:stream';
-import type { S3Error } from './errors.js';
-import { toXml, type XmlObject } from './xml.js';
+import type { S3Error } from '../vocabulary/errors.js';
+import { toXml, type XmlObject } from '../vocabulary/xml.js';
 
 export interface S3Response {
   status: number;

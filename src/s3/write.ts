@@ -8,7 +8,7 @@ import { ConditionFailed, type CommitCondition, type ObjectInfo } from '../backe
 import type { WriteConditions } from '../guard/preconditions.js';
 import { Refusal } from '../guard/refusal.js';
 import type { WritePermit } from '../guard/guard.js';
-import { parseETagList } from './etag.js';
+import { parseETagList } from '../vocabulary/etag.js';
 import type { RequestContext, Services } from './context.js';
 
 export function writeConditionsFrom(headers: Record<string, string>): WriteConditions {

@@ -3,7 +3,7 @@ import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { AwsChunkedDecoder, AwsChunkedParser, type AwsChunkedOptions } from '../../src/auth/aws-chunked.js';
 import { signingKeyFor, type ChunkSigning } from '../../src/auth/sigv4.js';
-import { S3Error, type S3ErrorCode } from '../../src/s3/errors.js';
+import { S3Error, type S3ErrorCode } from '../../src/vocabulary/errors.js';
 import { chunkSigner, encodeChunked } from './helpers.js';
 
 /** Feeds pieces to a fresh parser; returns decoded bytes and trailers, or throws. */

@@ -11,7 +11,7 @@ import {
   parseChecksumValue,
   type ChecksumAlgorithm,
 } from '../../src/auth/checksums.js';
-import { S3Error } from '../../src/s3/errors.js';
+import { S3Error } from '../../src/vocabulary/errors.js';
 
 function digestOf(algorithm: ChecksumAlgorithm, ...parts: Buffer[]): Buffer {
   const c = createChecksum(algorithm);

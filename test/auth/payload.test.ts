@@ -6,7 +6,7 @@ import { createChecksum, type ChecksumAlgorithm } from '../../src/auth/checksums
 import { createPayload, validatePayloadHeaders, type PayloadOptions } from '../../src/auth/payload.js';
 import { verifySigV4, type AuthResult } from '../../src/auth/sigv4.js';
 import type { Payload } from '../../src/backends/types.js';
-import { S3Error, type S3ErrorCode } from '../../src/s3/errors.js';
+import { S3Error, type S3ErrorCode } from '../../src/vocabulary/errors.js';
 import { ALICE, chunkSigner, encodeChunked, lookup, signHeader } from './helpers.js';
 
 const NOW = new Date('2026-03-01T12:00:00Z');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { staticCredentials } from '../../src/auth/credentials.js';
 import { signedRequestFromNode, verifySigV4, type SignedRequest } from '../../src/auth/sigv4.js';
-import { S3Error, type S3ErrorCode } from '../../src/s3/errors.js';
+import { S3Error, type S3ErrorCode } from '../../src/vocabulary/errors.js';
 import { ALICE, BOB, lookup, presign, signHeader, strictEncode } from './helpers.js';
 
 const NOW = new Date('2026-03-01T12:00:00Z');

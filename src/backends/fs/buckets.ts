@@ -8,9 +8,9 @@
  * leaving an object in a bucket that is gone.
  */
 import type { Database, Statement } from '../../sqlite.js';
-import { S3Error } from '../../s3/errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type { BucketInfo } from '../types.js';
-import { validateBucketName } from '../../s3/names.js';
+import { validateBucketName } from '../../vocabulary/names.js';
 
 interface BucketRow {
   name: string;

@@ -57,7 +57,7 @@ import { BlobReaper } from './reaper.js';
 import { openDatabase } from './schema.js';
 
 export { DataDirInUse } from './schema.js';
-export { multipartETag } from '../etag.js';
+export { multipartETag } from '../../vocabulary/etag.js';
 
 export interface FsBackendOptions {
   dataDir: string;

@@ -16,7 +16,7 @@
  * that is itself a common prefix resumes after every key under it, so the
  * next page never repeats it.
  */
-import { compareKeys } from '../../s3/names.js';
+import { compareKeys } from '../../vocabulary/names.js';
 import { commonPrefixOf, prefixSuccessor } from './key-range.js';
 
 /** Where a scan starts, within (bucket, prefix). */

@@ -23,9 +23,9 @@
  *   object back instead of NoSuchUpload, as long as it is still that version.
  */
 import { randomBytes } from 'node:crypto';
-import { multipartETag } from '../etag.js';
+import { multipartETag } from '../../vocabulary/etag.js';
 import type { Database, Statement } from '../../sqlite.js';
-import { S3Error } from '../../s3/errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type {
   CompletedPart,
   ListPartsParams,
@@ -40,7 +40,7 @@ import type {
   WriteOptions,
 } from '../types.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
-import { compareKeys, validateKey } from '../../s3/names.js';
+import { compareKeys, validateKey } from '../../vocabulary/names.js';
 import type { CommitResult, Objects, StoreParts } from './objects.js';
 import { encodeHeaders, encodeMetadata, UPLOAD_COLUMNS, uploadInfo, type UploadRow } from './rows.js';
 

@@ -18,7 +18,7 @@
  */
 import { createReadStream } from 'node:fs';
 import { Readable } from 'node:stream';
-import { S3Error } from '../../s3/errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type { ByteRange, ObjectInfo, ObjectReader } from '../types.js';
 import type { BlobStore } from './blobs.js';
 import type { BlobReaper } from './reaper.js';

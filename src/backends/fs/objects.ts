@@ -21,11 +21,11 @@ import type { Buckets } from './buckets.js';
 import { evaluateCommit } from '../commit-condition.js';
 import type { WalDurability } from './durability.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
-import { validateKey } from '../../s3/names.js';
+import { validateKey } from '../../vocabulary/names.js';
 import { blobReader, inlineReader } from './object-stream.js';
 import type { BlobReaper } from './reaper.js';
 import { blobIds, encodeHeaders, encodeMetadata, OBJECT_COLUMNS, objectInfo, type ObjectRow, type ObjectRowWithBody } from './rows.js';
-import { S3Error } from '../../s3/errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import {
   ConditionFailed,
   type ListObjectsParams,

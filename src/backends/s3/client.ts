@@ -34,7 +34,7 @@ import { createReadStream } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
-import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../s3/errors.js';
+import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../vocabulary/errors.js';
 
 export interface UpstreamClientOptions {
   /** e.g. http://127.0.0.1:9000 (a path prefix is kept: http://host/prefix). */

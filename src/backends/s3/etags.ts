@@ -25,7 +25,7 @@
  * round trip or write.
  */
 import { createHash } from 'node:crypto';
-import { multipartETag } from '../etag.js';
+import { multipartETag } from '../../vocabulary/etag.js';
 import type { StateStore } from '../../state/types.js';
 import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../types.js';
 import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
@@ -48,6 +48,11 @@ export class VersionChanged extends Error {
     super('the upstream object changed while it was being read');
     this.name = 'VersionChanged';
   }
+}
+
+/** User metadata without what casket keeps there (`casket-*`): clients never see it. */
+export function withoutCasketMeta(metadata: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(metadata).filter(([k]) => !k.toLowerCase().startsWith(CASKET_META)));
 }
 
 /** ObjectHeaders and user metadata as upstream request headers (casket-* names dropped from user metadata). */

@@ -9,7 +9,7 @@
  * signs itself are dropped both ways; casket's own `x-amz-meta-casket-*`
  * never crosses.
  */
-import { S3Error } from '../../s3/errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type { ForwardRequest, ForwardResponse } from '../types.js';
 import type { UpstreamClient, UpstreamRequest } from './client.js';
 

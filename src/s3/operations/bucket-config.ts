@@ -5,11 +5,11 @@
  * lifecycle or tags: the reads answer that in S3's own words, and a write that
  * asks for anything but private is refused with 501 rather than ignored.
  */
-import { S3Error } from '../errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext, Services } from '../context.js';
 import { hasBody, requireBucket, requireKey } from '../context.js';
 import { emptyResponse, xmlResponse } from '../respond.js';
-import { readXmlBody } from '../xml.js';
+import { readXmlBody } from '../../vocabulary/xml.js';
 import { OWNER } from './buckets.js';
 
 const PRIVATE_ACL = {

@@ -8,7 +8,7 @@
 import type { Handler } from '../context.js';
 import { hasBody, requireBucket } from '../context.js';
 import { emptyResponse, xmlDate, xmlResponse } from '../respond.js';
-import { readXmlBody } from '../xml.js';
+import { readXmlBody } from '../../vocabulary/xml.js';
 
 export const OWNER = { ID: 'casket', DisplayName: 'casket' };
 

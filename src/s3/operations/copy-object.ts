@@ -6,8 +6,8 @@
  * destination ETag is the SHA-256 of its content like any other object.
  */
 import type { ObjectInfo } from '../../backends/types.js';
-import { S3Error } from '../errors.js';
-import { formatETag } from '../etag.js';
+import { S3Error } from '../../vocabulary/errors.js';
+import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler } from '../context.js';
 import { requireKey } from '../context.js';
 import { copyPayload, openCopySource } from '../copy-source.js';

@@ -9,14 +9,14 @@
 import type { ObjectInfo } from '../../backends/types.js';
 import { Refusal } from '../../guard/refusal.js';
 import type { WriteConditions } from '../../guard/preconditions.js';
-import { S3Error, isS3Error } from '../errors.js';
-import { parseETagList } from '../etag.js';
+import { S3Error, isS3Error } from '../../vocabulary/errors.js';
+import { parseETagList } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext, Services } from '../context.js';
 import { requireBucket, requireKey } from '../context.js';
 import { refusalError } from '../refusal-error.js';
 import { emptyResponse, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
-import { readXmlBody, type XmlObject } from '../xml.js';
+import { readXmlBody, type XmlObject } from '../../vocabulary/xml.js';
 
 async function deleteOne(ctx: RequestContext, services: Services, bucket: string, key: string, conditions: WriteConditions, operation: string): Promise<ObjectInfo | null> {
   return guardedWrite({

@@ -8,7 +8,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { ByteRange, ObjectInfo } from '../../backends/types.js';
-import { S3Error } from '../errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireKey } from '../context.js';
 import { objectResponseHeaders } from '../object-headers.js';

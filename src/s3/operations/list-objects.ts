@@ -7,12 +7,12 @@
  * with fetch-owner=true, as S3 does.
  */
 import type { ListObjectsResult, ObjectInfo } from '../../backends/types.js';
-import { formatETag } from '../etag.js';
-import { S3Error } from '../errors.js';
+import { formatETag } from '../../vocabulary/etag.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket } from '../context.js';
 import { xmlDate, xmlResponse } from '../respond.js';
-import type { XmlObject } from '../xml.js';
+import type { XmlObject } from '../../vocabulary/xml.js';
 import { OWNER } from './buckets.js';
 
 export const MAX_KEYS = 1000;

@@ -6,15 +6,15 @@
  * casket's `<sha256 of part digests>-<N>`. CompleteMultipartUpload is the
  * guarded write: If-Match / If-None-Match and the agent rules apply to it.
  */
-import { S3Error } from '../errors.js';
-import { formatETag, unquoteETag } from '../etag.js';
+import { S3Error } from '../../vocabulary/errors.js';
+import { formatETag, unquoteETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket, requireKey } from '../context.js';
 import { copyPayload, openCopySource, parseCopySourceRange } from '../copy-source.js';
 import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { emptyResponse, xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
-import { readXmlBody } from '../xml.js';
+import { readXmlBody } from '../../vocabulary/xml.js';
 import { OWNER } from './buckets.js';
 import { parseMaxKeys } from './list-objects.js';
 import { requireLength } from './put-object.js';

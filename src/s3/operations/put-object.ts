@@ -6,8 +6,8 @@
  * (x-amz-checksum-sha256): then a retried write of the current content is
  * recognised before a byte is sent.
  */
-import { S3Error } from '../errors.js';
-import { formatETag } from '../etag.js';
+import { S3Error } from '../../vocabulary/errors.js';
+import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireKey } from '../context.js';
 import { metadataFrom, objectHeadersFrom } from '../object-headers.js';

@@ -11,7 +11,7 @@
  * verified payload (signature and checksums checked), at most 1 MiB.
  */
 import type { ForwardRequest } from '../../backends/types.js';
-import { S3Error } from '../errors.js';
+import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler } from '../context.js';
 import { hasBody, requireBucket } from '../context.js';
 import { UNMODELED } from '../detect.js';

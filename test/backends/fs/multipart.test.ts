@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openFsBackend, type FsBackend } from '../../../src/backends/fs/index.js';
 import { ConditionFailed, type CompletedPart } from '../../../src/backends/types.js';
-import { S3Error } from '../../../src/s3/errors.js';
+import { S3Error } from '../../../src/vocabulary/errors.js';
 import { blobFiles, bytes, hashingPayload, md5Hex, payloadOf, PUT_DEFAULTS, readAll, sameBytes, sha256Hex, tempDataDir } from './helpers.js';
 import { PassThrough } from 'node:stream';
 

@@ -7,7 +7,7 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openFsBackend, type FsBackend } from '../../../src/backends/fs/index.js';
-import { S3Error } from '../../../src/s3/errors.js';
+import { S3Error } from '../../../src/vocabulary/errors.js';
 import { blobFiles, bytes, payloadOf, PayloadCheckFailed, PUT_DEFAULTS, readAll, sameBytes, sha256Hex, tempDataDir } from './helpers.js';
 
 let temp: ReturnType<typeof tempDataDir>;

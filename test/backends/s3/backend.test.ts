@@ -14,7 +14,7 @@ import { createPayload } from '../../../src/auth/payload.js';
 import { forwardUpstream, probeCapabilities, type S3BackendOptions } from '../../../src/backends/s3/index.js';
 import { UpstreamClient } from '../../../src/backends/s3/client.js';
 import { ConditionFailed, type Payload } from '../../../src/backends/types.js';
-import { S3Error } from '../../../src/s3/errors.js';
+import { S3Error } from '../../../src/vocabulary/errors.js';
 import { bytes, motoSuite } from './moto-suite.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');

@@ -5,6 +5,7 @@
  * ETag for an MD5 (s3cmd 2.3.0, AWS SDK for Java v1 — CLIENTS.md) a plain
  * ETag is shown as `"<sha256>-1"`. Conditions may name either form.
  */
+import { createHash } from 'node:crypto';
 
 export const SHA256_HEX = /^[0-9a-f]{64}$/;
 
@@ -43,4 +44,15 @@ export function expandETag(value: string): string[] {
 /** Whether a condition value names the stored ETag `current`. */
 export function etagMatches(value: string, current: string): boolean {
   return value === current || (!current.includes('-') && value === `${current}-1`);
+}
+
+/**
+ * The ETag of an object made by multipart upload: the SHA-256 of the
+ * concatenated 32-byte part digests followed by `-<part count>` (the shape of
+ * S3's MD5-of-MD5s ETag, with SHA-256). Every backend computes it this way.
+ */
+export function multipartETag(partDigests: readonly Buffer[]): string {
+  const hash = createHash('sha256');
+  for (const digest of partDigests) hash.update(digest);
+  return `${hash.digest('hex')}-${partDigests.length}`;
 }

@@ -1,0 +1,176 @@
+/**
+ * The commit of every write to the upstream (PutObject, DeleteObject,
+ * CompleteMultipartUpload), atomic under its CommitCondition (DESIGN §1, §3).
+ *
+ * A CommitCondition is translated to the upstream's own conditional request:
+ * 'if-match' casket ETags → the current version's upstream ETag (it must
+ * carry one of those casket ETags: the version this process last saw of the
+ * key, else a HEAD — versions.ts) is sent as `If-Match` (quoted or not, as
+ * the upstream matches it); 'if-none-match' → `If-None-Match: *`. A refusal
+ * (412, 409 ConditionalRequestConflict, 404 NoSuchKey on If-Match) is
+ * re-evaluated against a fresh HEAD: the same casket ETag under a new
+ * upstream ETag is retried, anything else throws ConditionFailed with the
+ * fresh version.
+ *
+ * Which conditions the upstream enforces is probed at start-up
+ * (capabilities.ts). For the rest, casket serializes writes per key in this
+ * process (key-lock.ts) and checks, then writes — atomic for everything that
+ * goes through this casket process. With several replicas (`replicas: true`)
+ * that cannot be atomic, so such writes are refused with 501 NotImplemented
+ * naming the missing upstream feature: never a silent check-then-write.
+ * Every write to a key (conditional or not) runs under that key's lock in
+ * this process, so an unconditional write can never slip between another
+ * write's check and its commit here.
+ */
+import { S3Error } from '../../vocabulary/errors.js';
+import { ConditionFailed, type CommitCondition, type ObjectInfo, type WriteOptions } from '../types.js';
+import { NOTHING_ENFORCED, formatFor, type Capabilities } from './capabilities.js';
+import { drain, errorFromText, readText, type UpstreamRequest, type UpstreamResponse } from './client.js';
+import type { UpstreamObject } from './etags.js';
+import { KeyLock } from './key-lock.js';
+import { MAX_ATTEMPTS, type Versions } from './versions.js';
+
+export type WriteKind = 'PutObject' | 'DeleteObject' | 'CompleteMultipartUpload';
+
+/** What a write attempt reports back to the commit loop when the upstream refused its condition. */
+export const REFUSED = Symbol('refused');
+
+export class Committer {
+  private readonly lock = new KeyLock();
+
+  constructor(
+    private readonly versions: Versions,
+    private readonly capabilities: () => Promise<Capabilities>,
+    /** Several casket processes share this upstream (see the file comment). */
+    private readonly replicas: boolean,
+  ) {}
+
+  /**
+   * The commit loop shared by every write: under the key's in-process lock,
+   * evaluate the condition against the current version and have the
+   * upstream enforce it where it can (see the file comment).
+   *
+   * @param newETag the casket ETag the write creates (null: a delete, or not known before the write).
+   * @param write performs the upstream request with the given condition headers; REFUSED when the upstream refused the condition.
+   * @param isDelete a delete's "same content" is the key being absent.
+   * @param onSameContent cleanup when the write is skipped because its content is already current.
+   */
+  async run<T extends ObjectInfo | null>(
+    bucket: string,
+    key: string,
+    kind: WriteKind,
+    options: WriteOptions,
+    newETag: string | null,
+    write: (condition: Record<string, string>, current: UpstreamObject | null) => Promise<T | typeof REFUSED>,
+    isDelete = false,
+    onSameContent?: () => Promise<void>,
+  ): Promise<T> {
+    const { condition, sameContentWins } = options;
+    const caps = condition.type === 'none' ? NOTHING_ENFORCED : await this.capabilities().catch(() => NOTHING_ENFORCED);
+    const byUpstream = this.enforced(caps, kind, condition);
+    if (!byUpstream && this.replicas) {
+      const header = condition.type === 'if-match' ? 'If-Match' : 'If-None-Match';
+      throw new S3Error('NotImplemented', `A conditional ${kind} (${header}) cannot be made atomic here: the upstream S3 endpoint does not enforce ${header} on ${kind}, and several casket replicas share it. Run one casket replica, or use an upstream that enforces it.`);
+    }
+    const form = caps.ifMatchPut || 'quoted';
+    const same = async (current: UpstreamObject | null): Promise<T> => {
+      await onSameContent?.();
+      return (current?.info ?? null) as T;
+    };
+    // Does the condition hold for this version? If not, is the write already done (same content)?
+    const verdict = (current: UpstreamObject | null): 'write' | 'same' | 'fail' => {
+      const etag = current?.info.etag ?? null;
+      const holds =
+        condition.type === 'none' ||
+        (condition.type === 'if-match' ? etag !== null && (condition.etags === '*' || condition.etags.includes(etag)) : etag === null);
+      if (holds) return 'write';
+      if (sameContentWins && (isDelete ? etag === null : etag !== null && etag === newETag)) return 'same';
+      return 'fail';
+    };
+
+    return this.lock.run(`${bucket}\0${key}`, async () => {
+      for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+        // Unconditional writes and upstream-enforced If-None-Match need no look
+        // first; nor does an upstream-enforced If-Match naming the version last
+        // seen here (a stale one is refused upstream, then looked at).
+        const seen = attempt === 0 && condition.type === 'if-match' && byUpstream && !isDelete ? this.versions.lastSeenOf(bucket, key) : undefined;
+        const hinted = seen !== undefined && verdict(seen) === 'write';
+        const look = !hinted && (condition.type === 'if-match' || !byUpstream || isDelete);
+        const current = hinted ? seen : look ? await this.versions.current(bucket, key) : null;
+        if (look) {
+          const v = verdict(current);
+          if (v === 'same') return same(current);
+          if (v === 'fail') throw new ConditionFailed(current?.info ?? null);
+          if (isDelete && current === null && condition.type !== 'none') return null as T;
+        }
+        const headers: Record<string, string> = {};
+        if (byUpstream && condition.type === 'if-match') headers['if-match'] = formatFor(form, current!.upstreamETag);
+        if (byUpstream && condition.type === 'if-none-match') headers['if-none-match'] = '*';
+        const result = await write(headers, current);
+        if (result !== REFUSED) return result;
+        this.versions.unseen(bucket, key);
+        // Let a concurrent writer finish before looking again (a stale hint needs no wait: look now).
+        if (!hinted) await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
+        // Refused upstream: something changed since we looked. Look again.
+        if (condition.type === 'if-none-match') {
+          const now = await this.versions.current(bucket, key);
+          if (now === null) continue;
+          if (verdict(now) === 'same') return same(now);
+          throw new ConditionFailed(now.info);
+        }
+      }
+      const now = await this.versions.current(bucket, key);
+      const v = verdict(now);
+      if (v === 'same') return same(now);
+      if (v === 'write') throw new S3Error('SlowDown', `The upstream kept refusing or failing this conditional ${kind}; please retry.`);
+      throw new ConditionFailed(now?.info ?? null);
+    });
+  }
+
+  /** Whether the upstream enforces this condition on this operation itself. */
+  private enforced(caps: Capabilities, kind: WriteKind, condition: CommitCondition): boolean {
+    if (condition.type === 'none') return true;
+    const ifMatch = condition.type === 'if-match';
+    switch (kind) {
+      case 'PutObject':
+        return ifMatch ? caps.ifMatchPut !== false : caps.ifNoneMatchPut;
+      case 'DeleteObject':
+        // If-None-Match on a delete is decided by casket (it deletes nothing when it holds).
+        return ifMatch ? caps.ifMatchDelete : false;
+      case 'CompleteMultipartUpload':
+        return ifMatch ? caps.ifMatchComplete : caps.ifNoneMatchComplete;
+    }
+  }
+}
+
+
+/**
+ * Whether an upstream response is a refused condition (412; 409
+ * ConditionalRequestConflict, which AWS returns for a concurrent conditional
+ * write; 404 NoSuchKey for If-Match on a missing key) or, for a conditional
+ * request, a 5xx to re-evaluate. Other failures throw;
+ * success drains the body unless `keepBody`.
+ */
+export async function refusedUpstream(res: UpstreamResponse, req: UpstreamRequest, keepBody = false): Promise<boolean> {
+  if (res.status >= 200 && res.status < 300) {
+    if (!keepBody) await drain(res);
+    return false;
+  }
+  if (res.status === 412) {
+    await drain(res);
+    return true;
+  }
+  const conditional = req.headers?.['if-match'] !== undefined || req.headers?.['if-none-match'] !== undefined;
+  if (conditional && res.status >= 500) {
+    // Ceph RGW 16 answers 500 UnknownError to a conditional PUT that lost a
+    // race (measured: 16 concurrent If-Match PUTs). Whether it applied is
+    // decided by looking again, against the fresh version.
+    await drain(res);
+    return true;
+  }
+  const text = await readText(res).catch(() => '');
+  const code = /<Code>([^<]*)<\/Code>/.exec(text)?.[1];
+  if (conditional && (code === 'ConditionalRequestConflict' || (res.status === 404 && code === 'NoSuchKey' && req.headers?.['if-match'] !== undefined))) return true;
+  throw errorFromText(res.status, text, req);
+}
+

@@ -1,0 +1,77 @@
+/**
+ * ListObjects on the upstream (ListObjectsV2 upstream, whatever the client
+ * asked: s3/operations/list-objects.ts renders v1 or v2), with every ETag
+ * rewritten to casket's: from the ETag index (etags.ts) when the upstream
+ * ETag is known, else by a HEAD of that key (written around casket, or by
+ * another replica before it was indexed).
+ */
+import { compareKeys } from '../../vocabulary/names.js';
+import type { ListObjectsParams, ListObjectsResult, ObjectInfo } from '../types.js';
+import { headBucket } from './buckets.js';
+import { unquote } from './capabilities.js';
+import { rootOf, type UpstreamClient } from './client.js';
+import type { ETagResolver } from './etags.js';
+import type { Versions } from './versions.js';
+
+export async function listObjects(client: UpstreamClient, etags: ETagResolver, versions: Versions, bucket: string, params: ListObjectsParams): Promise<ListObjectsResult> {
+  const query: Record<string, string> = { 'list-type': '2', prefix: params.prefix, 'max-keys': String(params.maxKeys) };
+  if (params.delimiter !== undefined && params.delimiter !== '') query.delimiter = params.delimiter;
+  const after = startAfter(params);
+  if (after !== undefined) query['start-after'] = after;
+  if (params.maxKeys <= 0) {
+    await headBucket(client, bucket);
+    return { objects: [], commonPrefixes: [], isTruncated: false };
+  }
+  const { doc } = await client.xml({ method: 'GET', bucket, query });
+  const result = rootOf<{
+    Contents?: Array<{ Key?: string; ETag?: string; Size?: string; LastModified?: string }>;
+    CommonPrefixes?: Array<{ Prefix?: string }>;
+    IsTruncated?: string;
+  }>(doc);
+  const contents = (result.Contents ?? []).filter((c) => typeof c.Key === 'string');
+  const objects = await mapLimit(contents, 8, async (c): Promise<ObjectInfo | undefined> => {
+    const key = c.Key!;
+    const upstreamETag = unquote(c.ETag ?? '');
+    const size = Number(c.Size ?? 0);
+    const lastModified = c.LastModified ? new Date(c.LastModified) : new Date(0);
+    const known = await etags.indexed(bucket, key, upstreamETag);
+    if (known) return { bucket, key, etag: known.etag, size, lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }) };
+    // Not indexed (written around casket, or by another replica): HEAD, then compute if need be.
+    const current = await versions.current(bucket, key);
+    return current?.info; // undefined: deleted since the listing
+  });
+  const commonPrefixes = (result.CommonPrefixes ?? []).map((p) => p.Prefix).filter((p): p is string => typeof p === 'string');
+  const kept = objects.filter((o): o is ObjectInfo => o !== undefined);
+  const isTruncated = result.IsTruncated === 'true';
+  const last = [...kept.map((o) => o.key), ...commonPrefixes].sort(compareKeys).at(-1);
+  return { objects: kept, commonPrefixes, isTruncated, ...(last !== undefined && { nextAfter: last }) };
+}
+
+/**
+ * ListObjectsV2 `start-after` for casket's `after`: a key, or a common prefix
+ * returned last on the previous page — then everything under that prefix is
+ * skipped (U+10FFFF sorts after every character a key can continue with).
+ */
+function startAfter(params: ListObjectsParams): string | undefined {
+  const after = params.after;
+  if (after === undefined || after === '') return undefined;
+  const d = params.delimiter;
+  if (d && after.startsWith(params.prefix)) {
+    const i = after.indexOf(d, params.prefix.length);
+    if (i >= 0) return after.slice(0, i + d.length) + '\u{10FFFF}';
+  }
+  return after;
+}
+
+async function mapLimit<A, B>(items: A[], limit: number, fn: (a: A) => Promise<B>): Promise<B[]> {
+  const out: B[] = new Array(items.length);
+  let next = 0;
+  const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]!);
+    }
+  });
+  await Promise.all(workers);
+  return out;
+}
