@@ -12,10 +12,8 @@
  * with `it.fails`, so the suite stays green while the gap is open and turns
  * red the day it is fixed, asking for the entry to be removed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -23,68 +21,17 @@ import { MemoryStateStore } from '../../src/state/memory.js';
 import { RedisStateStore } from '../../src/state/redis.js';
 import { SqliteStateStore } from '../../src/state/sqlite.js';
 import type { StateLimits, StateStore, WriteLogEntry } from '../../src/state/types.js';
-import { hasCommand, need } from '../helpers/tools.js';
+import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
+import { need } from '../helpers/tools.js';
+import { freePort } from '../helpers/upstream.js';
 
-const REDIS_SERVER = 'redis-server';
-const haveRedis = need('redis-server', hasCommand(REDIS_SERVER));
+const haveRedis = need('redis-server', hasRedis());
 
 const LIMITS: StateLimits = { ttlMs: 60_000, maxEntries: 1000 };
 const KiB = 1024;
 const TiB = 1024 ** 4;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** Answers once the server replies +PONG to a raw RESP PING. */
-function ping(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
-    socket.setTimeout(500, () => (socket.destroy(), resolve(false)));
-    socket.on('error', () => resolve(false));
-    socket.on('connect', () => socket.write('PING\r\n'));
-    socket.on('data', (d) => (socket.destroy(), resolve(d.toString().startsWith('+PONG'))));
-  });
-}
-
-interface RunningRedis {
-  url: string;
-  port: number;
-  proc: ChildProcess;
-  stop(): Promise<void>;
-}
-
-async function startRedis(): Promise<RunningRedis> {
-  const port = await freePort();
-  const proc = spawn(REDIS_SERVER, ['--save', '', '--appendonly', 'no', '--port', String(port), '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  proc.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  proc.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  const deadline = Date.now() + 10_000;
-  while (!(await ping(port))) {
-    if (proc.exitCode !== null || Date.now() > deadline) {
-      proc.kill('SIGKILL');
-      throw new Error(`redis-server did not answer PING on port ${port}\n${output}`);
-    }
-    await sleep(50);
-  }
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    port,
-    proc,
-    async stop() {
-      if (proc.exitCode === null && proc.signalCode === null) process.kill(proc.pid!, 'SIGKILL');
-      await exited;
-    },
-  };
-}
 
 /** A fresh, empty store; `replica()` opens another handle on the same state (redis: a second connection). */
 interface Opened {
