@@ -397,6 +397,11 @@ function mapError(status: number, fields: Record<string, unknown>, req: Upstream
   for (const name of ['Key', 'BucketName', 'UploadId', 'PartNumber', 'ETag', 'ProposedSize', 'MinSizeAllowed']) {
     if (typeof fields[name] === 'string') extra[name] = fields[name] as string;
   }
+  // A request on an upload (ListParts, UploadPart, Complete, Abort) that is
+  // not found names a missing upload, as AWS answers: Ceph RGW 16 says
+  // NoSuchKey for ListParts of an unknown or completed upload (measured), and
+  // a retried CompleteMultipartUpload must see NoSuchUpload to find its result.
+  if (status === 404 && req.query?.uploadId !== undefined && code !== 'NoSuchBucket') return new S3Error('NoSuchUpload', { fields: extra });
   if (code !== undefined && code in S3_ERRORS) return new S3Error(code as S3ErrorCode, { ...(message !== undefined && { message }), fields: extra });
   if (status === 404) {
     if (req.key !== undefined && req.method === 'HEAD') return new S3Error('NoSuchKey');
