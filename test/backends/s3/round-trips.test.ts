@@ -1,5 +1,6 @@
 /**
- * The `s3` backend's round trips to the upstream, counted against a real moto:
+ * The `s3` backend's round trips to the upstream, counted against a real one
+ * (moto by default, Ceph RGW with CASKET_TEST_UPSTREAM=rgw; upstream-suite.ts):
  * GetObject is one GET; a PutObject whose SHA-256 and length are declared
  * streams straight through (no spool) yet commits nothing when the body fails
  * a check; a conditional PutObject naming the version last seen goes upstream
@@ -13,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createPayload } from '../../../src/auth/payload.js';
 import type { S3Backend, S3BackendOptions } from '../../../src/backends/s3/index.js';
 import { ConditionFailed, type Payload, type PutObjectOptions } from '../../../src/backends/types.js';
-import { bytes, motoSuite } from './moto-suite.js';
+import { bytes, upstreamSuite } from './upstream-suite.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
@@ -35,14 +36,14 @@ function declared(body: Buffer, options: Partial<PutObjectOptions> = {}): PutObj
 
 
 
-const suite = motoSuite();
+const suite = upstreamSuite();
 
 /** A backend whose upstream requests are counted by method. */
 function counted(options: Partial<S3BackendOptions> = {}): { b: S3Backend; calls: string[] } {
   const calls: string[] = [];
   const b = suite.backend({
-    // Configured, so no probe requests are counted.
-    capabilities: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true },
+    // Configured (what the probe finds there, backend.test.ts), so no probe requests are counted.
+    capabilities: suite.measured,
     observe: (method) => calls.push(method),
     ...options,
   });

@@ -1,8 +1,14 @@
 /**
- * One moto per test file for the s3 backend's in-process tests: started
- * before the first test, with an SDK client straight to it (to write around
- * casket) and a factory for backends over it, each with its own spool dir;
- * everything stopped and removed after the last test.
+ * One upstream per test file for the s3 backend's in-process tests: moto by
+ * default, the shared Ceph RGW with CASKET_TEST_UPSTREAM=rgw (a fresh tenant
+ * of its own, test/helpers/upstream.ts). Started before the first test, with
+ * an SDK client straight to it (to write around casket) and a factory for
+ * backends over it, each with its own spool dir; everything stopped and
+ * removed after the last test.
+ *
+ * `measured` is what each upstream is known to enforce (the capability probe
+ * must find exactly that, backend.test.ts), and `kind` lets a test state
+ * where the two upstreams really differ, as S3 implementations do.
  */
 import { S3Client } from '@aws-sdk/client-s3';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -10,39 +16,56 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, beforeAll } from 'vitest';
-import { openS3Backend, type S3Backend, type S3BackendOptions } from '../../../src/backends/s3/index.js';
+import { openS3Backend, type Capabilities, type S3Backend, type S3BackendOptions } from '../../../src/backends/s3/index.js';
 import { MemoryStateStore } from '../../../src/state/memory.js';
 import { DEFAULT_STATE_LIMITS } from '../../../src/state/types.js';
-import { startMoto, type Upstream } from '../../helpers/upstream.js';
+import { startUpstream, upstreamKindFromEnv, type Upstream, type UpstreamKind } from '../../helpers/upstream.js';
 
-export interface MotoSuite {
-  moto: Upstream;
-  /** An SDK client talking to moto directly, around casket. */
+/**
+ * Conditional writes each upstream enforces, measured on these machines
+ * (src/backends/s3/capabilities.ts): moto 5 ignores If-Match on
+ * CompleteMultipartUpload; Ceph RGW 16 matches If-Match on PUT only unquoted
+ * and ignores If-Match on DELETE and every condition on Complete.
+ */
+export const MEASURED: Record<UpstreamKind, Capabilities> = {
+  moto: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true },
+  rgw: { ifMatchPut: 'unquoted', ifNoneMatchPut: true, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false },
+};
+
+export interface UpstreamSuite {
+  kind: UpstreamKind;
+  upstream: Upstream;
+  /** What this upstream enforces (MEASURED[kind]). */
+  measured: Capabilities;
+  /** An SDK client talking to the upstream directly, around casket. */
   direct: S3Client;
   backend(options?: Partial<S3BackendOptions>): S3Backend;
 }
 
-export function motoSuite(): MotoSuite {
+export function upstreamSuite(): UpstreamSuite {
+  const kind = upstreamKindFromEnv() ?? 'moto';
   const dirs: string[] = [];
   const backends: S3Backend[] = [];
   const suite = {
+    kind,
+    measured: MEASURED[kind],
     backend(options: Partial<S3BackendOptions> = {}): S3Backend {
       const dir = mkdtempSync(join(tmpdir(), 'casket-s3-'));
       dirs.push(dir);
-      const { moto } = suite;
-      const b = openS3Backend({ url: moto.url, accessKey: moto.accessKey, secretKey: moto.secretKey, region: moto.region, state: new MemoryStateStore(DEFAULT_STATE_LIMITS), spoolDir: join(dir, 'spool'), ...options });
+      const { upstream } = suite;
+      const b = openS3Backend({ url: upstream.url, accessKey: upstream.accessKey, secretKey: upstream.secretKey, region: upstream.region, state: new MemoryStateStore(DEFAULT_STATE_LIMITS), spoolDir: join(dir, 'spool'), ...options });
       backends.push(b);
       return b;
     },
-  } as MotoSuite;
+  } as UpstreamSuite;
   beforeAll(async () => {
-    suite.moto = await startMoto();
-    suite.direct = new S3Client({ endpoint: suite.moto.url, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId: suite.moto.accessKey, secretAccessKey: suite.moto.secretKey } });
+    suite.upstream = await startUpstream(kind);
+    suite.direct = new S3Client({ endpoint: suite.upstream.url, region: suite.upstream.region, forcePathStyle: true, credentials: { accessKeyId: suite.upstream.accessKey, secretAccessKey: suite.upstream.secretKey } });
   });
   afterAll(async () => {
     suite.direct?.destroy();
     for (const b of backends) await b.close();
-    await suite.moto?.stop();
+    await suite.upstream?.stop();
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   });
   return suite;
