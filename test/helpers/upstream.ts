@@ -10,11 +10,15 @@
  *
  * `CASKET_TEST_UPSTREAM=moto|rgw` makes test/helpers/casket.ts run every
  * casket it starts in front of one of these.
+ *
+ * `relayTo` puts a TCP relay in front of an upstream, so a test can take the
+ * upstream "down" (refused and reset connections) where it may not stop the
+ * upstream itself (the shared RGW).
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 
 export interface Upstream {
@@ -125,4 +129,40 @@ async function waitForHttp(url: string, ms: number, gaveUp: () => boolean = () =
 /** casket CLI flags for an upstream. */
 export function upstreamArgs(u: Upstream): string[] {
   return ['--upstream', u.url, '--upstream-access-key', u.accessKey, '--upstream-secret-key', u.secretKey, '--upstream-region', u.region];
+}
+
+export interface Relay {
+  /** The upstream as seen through the relay (same credentials, the relay's URL). */
+  upstream: Upstream;
+  /** Takes the upstream down: open connections are reset, new ones refused. */
+  cut(): Promise<void>;
+}
+
+export async function relayTo(target: Upstream): Promise<Relay> {
+  const to = new URL(target.url);
+  const sockets = new Set<Socket>();
+  const track = (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+    s.on('error', () => s.destroy());
+    return s;
+  };
+  const server = createServer((inbound) => {
+    track(inbound);
+    const outbound = track(connect(Number(to.port), to.hostname));
+    inbound.pipe(outbound).pipe(inbound);
+    inbound.once('close', () => outbound.destroy());
+    outbound.once('close', () => inbound.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const port = (server.address() as { port: number }).port;
+  let cut: Promise<void> | undefined;
+  return {
+    upstream: { kind: target.kind, url: `http://127.0.0.1:${port}`, accessKey: target.accessKey, secretKey: target.secretKey, region: target.region, stop: async () => {} },
+    cut: () =>
+      (cut ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        for (const s of sockets) s.resetAndDestroy();
+      })),
+  };
 }
