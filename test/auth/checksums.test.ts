@@ -89,14 +89,4 @@ describe('checksums', () => {
     expect(e.code).toBe('BadDigest');
     expect(e.message).toBe('The CRC64NVME you specified did not match the calculated checksum.');
   });
-
-  it('is fast enough for the hot path (>= 100 MB/s each)', () => {
-    const data = randomBytes(16 << 20);
-    for (const algorithm of ['crc32c', 'crc64nvme'] as const) {
-      const t = performance.now();
-      digestOf(algorithm, data);
-      const mbps = 16 / ((performance.now() - t) / 1000);
-      expect(mbps).toBeGreaterThan(100);
-    }
-  });
 });
