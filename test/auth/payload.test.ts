@@ -249,7 +249,6 @@ describe('payload: memory and backpressure', () => {
     const before = process.memoryUsage();
     let peakRss = before.rss;
     const payload = createPayload(source, { auth: UNSIGNED, headers: { 'content-length': String(total) } });
-    const started = performance.now();
     await pipeline(
       payload.stream,
       new Writable({
@@ -264,12 +263,10 @@ describe('payload: memory and backpressure', () => {
         },
       }),
     );
-    const elapsed = performance.now() - started;
     expect(payload.digest().size).toBe(total);
     // The source is never more than a few buffers ahead of the consumer.
     expect(maxLag).toBeLessThanOrEqual(1024 * 1024);
     expect(peakRss - before.rss).toBeLessThan(96 * 1024 * 1024);
-    expect(elapsed).toBeLessThan(5000);
   });
 
   it('streams 64 MiB of aws-chunked (1 MiB chunks, crc32 trailer) with bounded buffering', async () => {

@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import type { Endpoint } from '../helpers/cli-tools.js';
+import { until } from '../helpers/poll.js';
 import { TEST_DOMAIN, testTls, tlsArgs } from '../helpers/tls.js';
 
 export type Protocol = 'http' | 'https';
@@ -132,13 +133,8 @@ export async function startClientCasket(protocol: Protocol, options: ClientCaske
   const mark = async (): Promise<number> => {
     const marker = `marker-${randomBytes(6).toString('hex')}`;
     await admin.send(new HeadObjectCommand({ Bucket: markerBucket, Key: marker })).catch(() => {});
-    const deadline = Date.now() + 5000;
-    for (;;) {
-      const at = casket.logs.findIndex((line) => line.includes(marker));
-      if (at >= 0) return at;
-      if (Date.now() > deadline) throw new Error('casket never logged the marker request');
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    await until(() => casket.logs.some((line) => line.includes(marker)), 'casket to log the marker request');
+    return casket.logs.findIndex((line) => line.includes(marker));
   };
   return {
     protocol,

@@ -4,6 +4,7 @@
  */
 import { request as httpRequest } from 'node:http';
 import type { Cred } from './casket.js';
+import { until } from './poll.js';
 import { signRequest } from './raw.js';
 
 export async function introspect(url: string, admin: Cred, path: string): Promise<{ status: number; body: any }> {
@@ -33,11 +34,7 @@ export async function abortedGet(url: string, cred: Cred, path: string, keep: nu
   });
 }
 
-/** Polls until `check` holds (bounded: 50 tries, 20 ms apart). */
+/** Polls until `check` holds (helpers/poll.ts: a 10 s deadline). */
 export async function eventually(check: () => Promise<boolean>, what: string): Promise<void> {
-  for (let i = 0; i < 50; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  throw new Error(`timed out waiting for ${what}`);
+  await until(check, what);
 }

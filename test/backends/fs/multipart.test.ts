@@ -12,6 +12,7 @@ import { ConditionFailed, type CompletedPart } from '../../../src/backends/types
 import { S3Error } from '../../../src/vocabulary/errors.js';
 import { blobFiles, bytes, hashingPayload, md5Hex, payloadOf, PUT_DEFAULTS, readAll, sameBytes, sha256Hex, tempDataDir } from './helpers.js';
 import { PassThrough } from 'node:stream';
+import { until } from '../../helpers/poll.js';
 
 const MIN = 1024;
 let temp: ReturnType<typeof tempDataDir>;
@@ -231,8 +232,9 @@ describe('UploadPart', () => {
     const { uploadId } = await store.createMultipartUpload('bkt', 'mp', {}, {});
     const source = new PassThrough();
     const pending = store.uploadPart('bkt', 'mp', uploadId, 1, hashingPayload(source, true));
+    // Abort once the part is being received: its blob file exists.
     source.write(bytes(100_000));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    await until(() => blobFiles(temp.dir).length === 1, 'the part to be spooled to a blob file');
     await store.abortMultipartUpload('bkt', 'mp', uploadId);
     source.end(bytes(100_000, 2));
     await expectS3Error(pending, 'NoSuchUpload');

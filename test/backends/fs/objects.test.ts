@@ -9,6 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openFsBackend, type FsBackend } from '../../../src/backends/fs/index.js';
 import { S3Error } from '../../../src/vocabulary/errors.js';
 import { blobFiles, bytes, payloadOf, PayloadCheckFailed, PUT_DEFAULTS, readAll, sameBytes, sha256Hex, tempDataDir } from './helpers.js';
+import { until } from '../../helpers/poll.js';
 
 let temp: ReturnType<typeof tempDataDir>;
 let store: FsBackend;
@@ -242,8 +243,8 @@ describe('snapshot reads', () => {
       await short.flushDeletes();
       expect(blobFiles(temp2.dir)).toHaveLength(2);
       await readAll(stream);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(blobFiles(temp2.dir)).toHaveLength(1);
+      // The reader's pin goes when its stream closes, and the unlink follows.
+      await until(() => blobFiles(temp2.dir).length === 1, 'the replaced blob to be unlinked');
     } finally {
       await short.close();
       temp2.cleanup();

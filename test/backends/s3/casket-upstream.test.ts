@@ -14,6 +14,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../../helpers/casket.js';
 import { sdk } from '../../helpers/clients.js';
+import { until } from '../../helpers/poll.js';
 import { raw, signRequest, xmlField } from '../../helpers/raw.js';
 import { relayTo, startUpstream, upstreamKindFromEnv, type Upstream } from '../../helpers/upstream.js';
 import { probeCapabilities, openS3Backend, type Capabilities } from '../../../src/backends/s3/index.js';
@@ -53,21 +54,16 @@ afterAll(async () => {
   await upstream?.stop();
 });
 
-/** Waits (up to 20 s) for a request log line after `from` that satisfies `match`: casket is done with that request. */
-async function logged(casket: RunningCasket, from: number, match: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    for (const text of casket.logs.slice(from)) {
-      try {
-        const line = JSON.parse(text) as Record<string, unknown>;
-        if (match(line)) return line;
-      } catch {
-        /* not JSON */
-      }
+/** Waits (helpers/poll.ts) for a request log line after `from` that satisfies `match`: casket is done with that request. */
+async function logged(casket: RunningCasket, from: number, match: (line: Record<string, unknown>) => boolean): Promise<void> {
+  const parsed = (text: string): Record<string, unknown> => {
+    try {
+      return JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return {};
     }
-    if (Date.now() > deadline) throw new Error('casket never logged the request');
-    await new Promise((r) => setTimeout(r, 20));
-  }
+  };
+  await until(() => casket.logs.slice(from).some((text) => match(parsed(text))), 'casket to log the request');
 }
 
 /** Alternate requests between the two casket processes. */
