@@ -13,6 +13,7 @@ import { connect } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { signingKeyFor } from '../../src/auth/sigv4.js';
 import { chunkSigner, encodeChunked, presign } from '../auth/helpers.js';
+import { until } from '../helpers/poll.js';
 import { casketWithBucket } from '../helpers/suite.js';
 import { bytes, failure } from '../helpers/clients.js';
 import { errorCode, raw, send, sha256hex, signRequest } from '../helpers/raw.js';
@@ -21,13 +22,11 @@ const t = casketWithBucket('wire');
 const UPSTREAM = process.env.CASKET_TEST_UPSTREAM !== undefined && process.env.CASKET_TEST_UPSTREAM !== '';
 const bucket = t.bucket;
 
-async function exists(key: string): Promise<boolean> {
-  try {
-    await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
-    return true;
-  } catch {
-    return false;
-  }
+/** Nothing was written: GET answers 404 NoSuchKey and HEAD 404 — not any error at all (a 403 or a 500 would hide a write). */
+async function expectAbsent(key: string): Promise<void> {
+  const get = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}/${key}` });
+  expect([get.status, errorCode(get.body)], `GET ${key}: ${get.body}`).toEqual([404, 'NoSuchKey']);
+  expect((await raw(t.casket.url, t.casket.admin, { method: 'HEAD', path: `/${bucket}/${key}` })).status, `HEAD ${key}`).toBe(404);
 }
 
 describe('signatures', () => {
@@ -51,7 +50,7 @@ describe('signatures', () => {
   it('a forged payload hash → 400 XAmzContentSHA256Mismatch, nothing written', async () => {
     const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/forged`, body: 'the real body', payloadHash: sha256hex('another body') });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'XAmzContentSHA256Mismatch']);
-    expect(await exists('forged')).toBe(false);
+    await expectAbsent('forged');
   });
 });
 
@@ -78,13 +77,13 @@ describe('digests and checksums', () => {
     expect([bad.status, errorCode(bad.body)]).toEqual([400, 'BadDigest']);
     const malformed = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/md5`, headers: { 'content-md5': 'not-base64!' }, body: 'body' });
     expect([malformed.status, errorCode(malformed.body)]).toEqual([400, 'InvalidDigest']);
-    expect(await exists('md5')).toBe(false);
+    await expectAbsent('md5');
   });
 
   it('an x-amz-checksum-crc32 header that does not match → 400 BadDigest', async () => {
     const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/crc`, headers: { 'x-amz-checksum-crc32': 'AAAAAA==' }, body: 'body' });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'BadDigest']);
-    expect(await exists('crc')).toBe(false);
+    await expectAbsent('crc');
   });
 });
 
@@ -124,7 +123,7 @@ describe('aws-chunked bodies', () => {
       return copy;
     });
     expect([r.status, errorCode(r.body)]).toEqual([403, 'SignatureDoesNotMatch']);
-    expect(await exists('chunked-tampered')).toBe(false);
+    await expectAbsent('chunked-tampered');
   });
 
   it('a bad CRC32 trailer → 400 BadDigest; broken framing → 400 IncompleteBody; nothing written', async () => {
@@ -136,7 +135,7 @@ describe('aws-chunked bodies', () => {
     const broken = Buffer.from(`zz\r\n${data.toString()}\r\n0\r\n\r\n`);
     const b = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/trailer`, payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', headers: { ...headers, 'x-amz-trailer': '' }, body: broken });
     expect([b.status, errorCode(b.body)]).toEqual([400, 'IncompleteBody']);
-    expect(await exists('trailer')).toBe(false);
+    await expectAbsent('trailer');
   });
 });
 
@@ -146,6 +145,7 @@ describe('connections', () => {
     const total = 8 * 1024 * 1024;
     const { headers } = await signRequest(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/half`, payloadHash: 'UNSIGNED-PAYLOAD', headers: { 'content-length': String(total) } });
     const u = new URL(t.casket.url);
+    const from = t.casket.logs.length;
     await new Promise<void>((resolve) => {
       const socket = connect(Number(u.port), u.hostname, () => {
         const head = [`PUT /${bucket}/half HTTP/1.1`, ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), '', ''].join('\r\n');
@@ -157,6 +157,8 @@ describe('connections', () => {
       });
       socket.on('error', () => resolve());
     });
+    // casket is done with the cut request once it logged it.
+    await until(() => t.casket.logs.slice(from).some((line) => line.includes('"operation":"PutObject"') && line.includes('"key":"half"')), 'casket to log the cut PutObject');
     const got = await t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'half' }));
     expect((await bytes(got.Body)).toString()).toBe('previous version');
   });
