@@ -13,6 +13,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
+import { until } from '../helpers/poll.js';
 
 const bucket = 'crash';
 const MiB = 1024 * 1024;
@@ -38,34 +39,56 @@ function multipart(parts: Buffer[]): string {
   return etag;
 }
 
-async function putLoop(s3: S3Client, key: string, stop: { now: boolean }) {
-  while (!stop.now) {
-    const body = randomBytes(4 * MiB + Math.floor(Math.random() * MiB));
-    plain(body);
+/**
+ * One writer's record for a round: how many writes completed, whether one is
+ * in flight now, and the error it stopped on — expected only once the kill
+ * has begun (a write cut off), a failure of casket's before it.
+ */
+interface Writer {
+  completed: number;
+  inFlight: boolean;
+  failed?: { error: unknown; afterKill: boolean };
+}
+
+interface Round {
+  killing: boolean;
+}
+
+async function writeLoop(round: Round, writer: Writer, write: () => Promise<void>): Promise<void> {
+  while (!round.killing) {
+    writer.inFlight = true;
     try {
-      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
-    } catch {
-      return;
+      await write();
+    } catch (error) {
+      writer.failed = { error, afterKill: round.killing };
+      break;
+    } finally {
+      writer.inFlight = false;
     }
+    writer.completed++;
   }
 }
 
-async function multipartLoop(s3: S3Client, key: string, stop: { now: boolean }) {
-  while (!stop.now) {
+function putObject(s3: S3Client, key: string): () => Promise<void> {
+  return async () => {
+    const body = randomBytes(4 * MiB + Math.floor(Math.random() * MiB));
+    plain(body);
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+  };
+}
+
+function multipartUpload(s3: S3Client, key: string): () => Promise<void> {
+  return async () => {
     const parts = [randomBytes(5 * MiB), randomBytes(MiB + 7)];
     multipart(parts);
-    try {
-      const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
-      const done = [];
-      for (const [i, p] of parts.entries()) {
-        const r = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: p }));
-        done.push({ PartNumber: i + 1, ETag: r.ETag });
-      }
-      await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: done } }));
-    } catch {
-      return;
+    const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+    const done = [];
+    for (const [i, p] of parts.entries()) {
+      const r = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: p }));
+      done.push({ PartNumber: i + 1, ETag: r.ETag });
     }
-  }
+    await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: done } }));
+  };
 }
 
 describe('kill -9 in flight', () => {
@@ -80,12 +103,26 @@ describe('kill -9 in flight', () => {
       await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
     }
     for (let crash = 0; crash < 3; crash++) {
-      const stop = { now: false };
-      const loops = keys.map((k) => (k.startsWith('p') ? putLoop(s3, k, stop) : multipartLoop(s3, k, stop)));
-      await new Promise((r) => setTimeout(r, 700 + crash * 300));
+      const round: Round = { killing: false };
+      const writers: Writer[] = keys.map(() => ({ completed: 0, inFlight: false }));
+      const loops = keys.map((k, i) => writeLoop(round, writers[i]!, k.startsWith('p') ? putObject(s3, k) : multipartUpload(s3, k)));
+      // Kill once every writer has completed crash + 1 writes (later each round): the others are mid-write then.
+      const failedEarly = () => writers.find((w) => w.failed !== undefined)?.failed?.error;
+      await until(() => {
+        if (failedEarly() !== undefined) throw new Error(`a write failed before the kill (crash ${crash}): ${String(failedEarly())}`);
+        return writers.every((w) => w.completed > crash);
+      }, `every writer to complete ${crash + 1} writes`, 120_000);
+      round.killing = true;
+      const inFlightAtKill = writers.filter((w) => w.inFlight).length;
       await casket.kill();
-      stop.now = true;
       await Promise.all(loops);
+      expect(inFlightAtKill, `crash ${crash}: no write was in flight at the kill`).toBeGreaterThan(0);
+      for (const [i, w] of writers.entries()) {
+        expect(w.completed, `${keys[i]} completed no write before crash ${crash}`).toBeGreaterThan(crash);
+        // A write may end in an error only because the kill cut it off.
+        if (w.failed) expect(w.failed.afterKill, `${keys[i]} failed before crash ${crash}: ${String(w.failed.error)}`).toBe(true);
+      }
+      expect(writers.filter((w) => w.failed).length, `crash ${crash}: the kill cut off no write`).toBeGreaterThan(0);
       s3.destroy();
       casket = await casket.restart();
       s3 = sdk(casket.url, casket.admin);
