@@ -85,6 +85,52 @@ async function verifyAll(store: FsBackend, bucket: string): Promise<Map<string, 
   return current;
 }
 
+/**
+ * One round of the crash writer's reports, in the order it printed them,
+ * judging which version of a key may be current after the crash. A write the
+ * child reported done may be current unless another write to that key began
+ * after it was done and was reported done too (that one committed later). A
+ * write begun and never reported done may or may not have committed. What a
+ * key held before the round counts as done before everything in it: a round
+ * that never finished a write to a key leaves it at the previous round's
+ * version, or at one of the writes in flight.
+ */
+class WriteHistory {
+  private seq = 0;
+  private readonly writes = new Map<string, Array<{ etag: string; begun: number; done?: number }>>();
+
+  constructor(before: Map<string, string>) {
+    for (const [key, etag] of before) this.writes.set(key, [{ etag, begun: -2, done: -1 }]);
+  }
+
+  begin(key: string, etag: string): void {
+    this.of(key).push({ etag, begun: this.seq++ });
+  }
+
+  done(key: string, etag: string): void {
+    // The earliest unfinished write of these bytes (deletes all read '-').
+    const write = this.of(key).find((w) => w.etag === etag && w.done === undefined);
+    if (write === undefined) throw new Error(`done ${key} ${etag} without its begin`);
+    write.done = this.seq++;
+  }
+
+  allowed(key: string): Set<string> {
+    const writes = this.of(key);
+    const finished = writes.filter((w) => w.done !== undefined);
+    return new Set(writes.filter((w) => w.done === undefined || !finished.some((later) => later.begun > w.done!)).map((w) => w.etag));
+  }
+
+  pendingCount(): number {
+    return [...this.writes.values()].reduce((n, ws) => n + ws.filter((w) => w.done === undefined).length, 0);
+  }
+
+  private of(key: string) {
+    const writes = this.writes.get(key) ?? [];
+    this.writes.set(key, writes);
+    return writes;
+  }
+}
+
 describe('kill -9', () => {
   const buildDir = resolve('node_modules/.cache/casket-fs-crash-test');
   let modulePath: string;
@@ -107,45 +153,42 @@ describe('kill -9', () => {
 
   it('leaves every object whole and at a version that was committed or being committed', async () => {
     const fixture = resolve('test/backends/fs/fixtures/crash-writer.mjs');
+    const keys = ['k0', 'k1', 'k2', 'k3', 'k4'];
+    /** What each key held after the previous round's recovery ('-': absent). */
+    let before = new Map(keys.map((k) => [k, '-']));
     let killedMidWrite = 0;
     let orphansRemoved = 0;
     for (let round = 0; round < 6; round++) {
       const child = spawn(process.execPath, [fixture, modulePath, temp.dir, String(round)], { stdio: ['ignore', 'pipe', 'inherit'] });
       const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
-      /** Per key: the state last reported done, and states begun but not reported done. */
-      const states = new Map<string, { done?: string; pending: string[] }>();
+      const history = new WriteHistory(before);
+      const lines = createInterface({ input: child.stdout! });
+      // Every line the child wrote before it died, read to the end of its stdout.
+      const allRead = new Promise<void>((resolve) => lines.once('close', () => resolve()));
       let done = 0;
       const killAfter = 10 + round * 4;
       await new Promise<void>((resolve, reject) => {
         child.once('exit', () => reject(new Error('child exited before it was killed')));
-        createInterface({ input: child.stdout! }).on('line', (line) => {
+        lines.on('line', (line) => {
           const [event, key, etag] = line.split(' ');
-          if (event === 'ready' || key === undefined || etag === undefined) return;
-          const state = states.get(key) ?? { pending: [] };
-          states.set(key, state);
-          if (event === 'begin') state.pending.push(etag);
-          else {
-            state.done = etag;
-            state.pending.splice(state.pending.indexOf(etag), 1);
-            if (++done === killAfter) setTimeout(() => {
-              child.kill('SIGKILL');
-              resolve();
-            }, round * 5);
-          }
+          if (key !== undefined && etag !== undefined && (event === 'begin' || event === 'done')) history[event](key, etag);
+          if (event === 'done' && ++done === killAfter) setTimeout(() => {
+            child.kill('SIGKILL');
+            resolve();
+          }, round * 5);
         });
       });
       expect(await exited).toBe('SIGKILL');
-      killedMidWrite += [...states.values()].reduce((n, s) => n + s.pending.length, 0);
+      await allRead;
+      killedMidWrite += history.pendingCount();
 
       const store = openFsBackend({ dataDir: temp.dir, minPartSize: 1 });
       try {
         expect(store.recovery.missingBlobs).toBe(0);
         orphansRemoved += store.recovery.orphansRemoved;
         const current = await verifyAll(store, 'crash');
-        for (const [key, state] of states) {
-          const allowed = new Set([state.done ?? '-', ...state.pending]);
-          expect(allowed, `${key} after round ${round}`).toContain(current.get(key) ?? '-');
-        }
+        for (const key of keys) expect(history.allowed(key), `${key} after round ${round}`).toContain(current.get(key) ?? '-');
+        before = new Map(keys.map((k) => [k, current.get(k) ?? '-']));
         // Exactly the referenced files remain: the current objects' and in-progress uploads' parts.
         let referenced = 0;
         for (const key of current.keys()) {
