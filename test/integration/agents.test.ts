@@ -178,9 +178,15 @@ describe('introspection', () => {
     const stamp = s.body.stamps.find((x: { key: string }) => x.key === 'watched');
     expect(stamp).toMatchObject({ bucket, etag: v1.slice(1, -1), full: true, stale: true, currentETag: quoted('v2').slice(1, -1) });
     expect(s.body.stale).toContainEqual({ bucket, key: 'watched' });
-    const log = await introspect(casket.url, casket.admin, `/_casket/writes?bucket=${bucket}&key=shared`);
+    // The write log of a key of its own: a person, then alice, then bob, each agent after a full read.
+    const p1 = (await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'logged', Body: 'person' }))).ETag!;
+    expect(await read(alice, 'logged')).toBe(p1);
+    const a1 = (await alice.send(new PutObjectCommand({ Bucket: bucket, Key: 'logged', Body: 'alice', IfMatch: p1 }))).ETag!;
+    expect(await read(bob, 'logged')).toBe(a1);
+    await bob.send(new PutObjectCommand({ Bucket: bucket, Key: 'logged', Body: 'bob', IfMatch: a1 }));
+    const log = await introspect(casket.url, casket.admin, `/_casket/writes?bucket=${bucket}&key=logged`);
     expect(log.body.writes.map((w: { agent?: string }) => w.agent ?? 'person')).toEqual(['bob', 'alice', 'person']);
-    expect(log.body.writes[0]).toMatchObject({ operation: 'PutObject', newETag: quoted('bob').slice(1, -1) });
+    expect(log.body.writes[0]).toMatchObject({ operation: 'PutObject', newETag: quoted('bob').slice(1, -1), previousETag: a1.slice(1, -1) });
     const denied = await introspect(casket.url, casket.agents.bob!, '/_casket/agents/bob/stamps');
     expect(denied.status).toBe(403);
   });
