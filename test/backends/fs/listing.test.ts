@@ -184,9 +184,8 @@ describe('listPage', () => {
     const counter = { rows: 0, seeks: 0 };
     const scan: Scan<{ key: string }> = function* (seek, upper) {
       counter.seeks++;
-      let i = sorted.findIndex((k) => (seek.from === 'at-key' ? utf8(k, seek.key) >= 0 : utf8(k, seek.key) > 0));
-      if (i < 0) return;
-      for (; i < sorted.length && (upper === undefined || utf8(sorted[i]!, upper) < 0); i++) {
+      const from = sorted.findIndex((k) => (seek.from === 'at-key' ? utf8(k, seek.key) >= 0 : utf8(k, seek.key) > 0));
+      for (let i = from < 0 ? sorted.length : from; i < sorted.length && (upper === undefined || utf8(sorted[i]!, upper) < 0); i++) {
         counter.rows++;
         yield { key: sorted[i]! };
       }

@@ -14,7 +14,7 @@ import { S3Client } from '@aws-sdk/client-s3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import { afterAll, beforeAll } from 'vitest';
 import { openS3Backend, type Capabilities, type S3Backend, type S3BackendOptions } from '../../../src/backends/s3/index.js';
 import { MemoryStateStore } from '../../../src/state/memory.js';
@@ -75,4 +75,22 @@ export async function bytes(stream: Readable): Promise<Buffer> {
   const chunks: Buffer[] = [];
   for await (const c of stream) chunks.push(c as Buffer);
   return Buffer.concat(chunks);
+}
+
+/**
+ * A client body that delivers `first` and then dies, as a client that
+ * disconnects mid-upload: the error comes when the reader asks for more,
+ * so it lands mid-stream whatever the machine's speed.
+ */
+export function dyingSource(first: Buffer): Readable {
+  let served = false;
+  return new Readable({
+    highWaterMark: 16 * 1024,
+    read() {
+      if (!served) {
+        served = true;
+        this.push(first);
+      } else process.nextTick(() => this.destroy(new Error('client went away')));
+    },
+  });
 }
