@@ -37,6 +37,7 @@ import { MemoryStateStore } from './state/memory.js';
 import { RedisStateStore } from './state/redis.js';
 import { SqliteStateStore } from './state/sqlite.js';
 import type { StateStore } from './state/types.js';
+import { failingAsUnavailable } from './state/unavailable.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -106,9 +107,9 @@ async function createState(config: Config): Promise<StateStore> {
     case 'memory':
       return new MemoryStateStore(limits);
     case 'sqlite':
-      return new SqliteStateStore(join(config.dataDir, 'state.db'), limits);
+      return failingAsUnavailable(new SqliteStateStore(join(config.dataDir, 'state.db'), limits));
     case 'redis':
-      return RedisStateStore.connect(config.redisUrl!, limits);
+      return failingAsUnavailable(await RedisStateStore.connect(config.redisUrl!, limits));
   }
 }
 

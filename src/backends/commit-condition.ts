@@ -13,14 +13,13 @@
  *   if-match [list]        | fail   | write       | fail
  *   if-none-match          | write  | fail        | fail
  *
- * A failure turns into 'same-content' when `sameContentWins` is set and the
- * new content is already the current version: for a put, the new SHA-256
- * equals the current ETag; for a delete (new content: none), the key is
- * already absent. The caller then succeeds without writing.
+ * A failure is a failure whatever the new content is: a write conditioned on a
+ * version that is no longer current loses even when its bytes equal the
+ * current ones (two agents that both read "10" and both write "11" made two
+ * increments — DESIGN §3). The one success without a write, an exact retry, is
+ * recognised above the backend (s3/write.ts), from who made the current version.
  */
 import type { CommitCondition } from './types.js';
-
-export type CommitOutcome = 'write' | 'fail' | 'same-content';
 
 export function conditionHolds(condition: CommitCondition, currentETag: string | null): boolean {
   switch (condition.type) {
@@ -31,17 +30,4 @@ export function conditionHolds(condition: CommitCondition, currentETag: string |
     case 'if-none-match':
       return currentETag === null;
   }
-}
-
-/**
- * @param newETag the ETag the write would create, or null for a delete.
- */
-export function evaluateCommit(
-  condition: CommitCondition,
-  currentETag: string | null,
-  newETag: string | null,
-  sameContentWins: boolean | undefined,
-): CommitOutcome {
-  if (conditionHolds(condition, currentETag)) return 'write';
-  return sameContentWins && currentETag === newETag ? 'same-content' : 'fail';
 }

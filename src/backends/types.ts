@@ -69,12 +69,6 @@ export type CommitCondition =
 
 export interface WriteOptions {
   condition: CommitCondition;
-  /**
-   * When the condition fails but the new content's SHA-256 equals the current
-   * ETag, succeed without writing: an SDK retrying a write whose response was
-   * lost must not be told it lost (DESIGN §3).
-   */
-  sameContentWins?: boolean;
   /** Agent to record as the writer of the new version. */
   writer?: string;
 }
@@ -203,7 +197,16 @@ export interface ListUploadsResult {
 
 /** Thrown by a write whose CommitCondition does not hold at commit time. */
 export class ConditionFailed extends Error {
-  constructor(readonly current: ObjectInfo | null) {
+  constructor(
+    readonly current: ObjectInfo | null,
+    /**
+     * The ETag the refused write would have made, when the backend knew it
+     * (null: a delete). A failed condition is a refusal whatever the bytes
+     * (DESIGN §3); the caller uses this to tell the client that the current
+     * content is byte-for-byte what it sent, and to recognise an exact retry.
+     */
+    readonly attemptedETag?: string | null,
+  ) {
     super(current ? `condition failed; current ETag ${current.etag}` : 'condition failed; no such key');
     this.name = 'ConditionFailed';
   }

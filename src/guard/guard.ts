@@ -6,14 +6,17 @@
  * which re-checks it atomically at commit.
  *
  * Order of rules, for a write:
- *   1. A retried write whose declared SHA-256 is already the current version
- *      succeeds (before any agent rule).
- *   2. Explicit If-Match / If-None-Match, as S3: 404 / 412 / 501.
- *   3. Agents only: no condition → 428 (or, under the read-stamp policy, the
- *      condition is derived from the agent's last full read); a partial latest
- *      read of the current version → 412 partial-read; a last full read of
- *      another version → 412 stale-read.
- * Modes: enforce refuses; observe counts and logs what it would refuse; off
+ *   1. Explicit If-Match / If-None-Match, as S3: 404 / 412 / 501. A failed
+ *      condition is a refusal whatever the bytes (DESIGN §3); the one success
+ *      without a write, an exact retry, is recognised by s3/write.ts.
+ *   2. Agents only: no condition → 428 (or, under the read-stamp policy, the
+ *      condition is derived from the agent's last full read); If-Match on a key
+ *      the agent never read in full (no read, or only HEAD or a listing) → 412
+ *      not-read; a partial latest read of the current version → 412
+ *      partial-read; a last full read of another version → 412 stale-read.
+ *      Creating (If-None-Match: *) needs no read.
+ * Modes: enforce refuses; observe counts and logs what it would refuse —
+ * except the refusals S3 itself makes (rule 1), which every mode makes; off
  * applies only plain S3 semantics.
  */
 import { conditionHolds } from '../backends/commit-condition.js';
@@ -45,15 +48,12 @@ export interface WriteRequest {
    */
   current: () => Promise<ObjectInfo | null>;
   conditions: WriteConditions;
-  /** SHA-256 hex of the new content when declared before the body (signed payload hash, x-amz-checksum-sha256). */
-  declaredSha256?: string;
   /** Evaluate explicit conditions now, before the body is sent (Expect: 100-continue). */
   early?: boolean;
 }
 
 export interface WritePermit {
   condition: CommitCondition;
-  sameContentWins: boolean;
   /** Why a failure of `condition` at commit refuses the write, when the guard derived it (read-stamp policy). */
   conflictReason?: RefusalReason;
   /** The version the agent last read, for the refusal's message. */
@@ -72,19 +72,20 @@ export class Guard {
 
   async checkWrite(w: WriteRequest): Promise<WritePermit> {
     const { conditions } = w;
-    const plain: WritePermit = { condition: commitConditionFor(conditions), sameContentWins: true };
+    const plain: WritePermit = { condition: commitConditionFor(conditions) };
     if (conditions.ifNoneMatch !== undefined && conditions.ifNoneMatch !== '*') {
       throw new Refusal('not-implemented', w.bucket, w.key, await w.current());
     }
     if (w.agent && this.options.mode !== 'off') {
       const decision = await this.agentRules(w as WriteRequest & { agent: string });
       if ('permit' in decision) return this.early(w, decision.permit);
-      const refusal = await this.explain(w, decision.refuse, decision.lastSeenETag);
-      if (!refusal) return plain;
-      const enforced = this.options.mode === 'enforce';
+      const { refusal, byS3 } = await this.explain(w, decision.refuse, decision.lastSeenETag);
+      // A refusal S3 itself would make is made in every mode (observe only
+      // watches casket's own rules): counted as enforced.
+      const enforced = byS3 || this.options.mode === 'enforce';
       this.options.onRefusal?.(refusal.reason, enforced, { agent: w.agent, bucket: w.bucket, key: w.key });
       if (enforced) throw refusal;
-      return plain;
+      return this.early(w, plain);
     }
     return this.early(w, plain);
   }
@@ -97,25 +98,22 @@ export class Guard {
   private async early(w: WriteRequest, permit: WritePermit): Promise<WritePermit> {
     if (!w.early || permit.condition.type === 'none') return permit;
     const current = await w.current();
-    if (w.declaredSha256 && current && current.etag === w.declaredSha256) return permit;
     if (conditionHolds(permit.condition, current?.etag ?? null)) return permit;
     throw this.conflict(w.bucket, w.key, current, w.conditions, permit);
   }
 
   /**
    * Turns an agent-rule refusal into the refusal to send, with the current
-   * version: none when the content is already there (a retry, DESIGN §3 —
-   * before the agent rules); the S3 refusal when an explicit condition fails
-   * (plain S3 semantics first); else the agent rule's.
+   * version: the S3 refusal when an explicit condition fails (plain S3
+   * semantics first, `byS3`); else the agent rule's.
    */
-  private async explain(w: WriteRequest, reason: RefusalReason, lastSeenETag: string | undefined): Promise<Refusal | undefined> {
+  private async explain(w: WriteRequest, reason: RefusalReason, lastSeenETag: string | undefined): Promise<{ refusal: Refusal; byS3: boolean }> {
     const current = await w.current();
-    if (w.declaredSha256 && current && current.etag === w.declaredSha256) return undefined;
     const verdict = evaluateWrite(current, w.conditions);
-    if (!verdict.ok) return new Refusal(verdict.failure, w.bucket, w.key, current);
+    if (!verdict.ok) return { refusal: new Refusal(verdict.failure, w.bucket, w.key, current, undefined, { condition: verdict.condition }), byS3: true };
     // A partial read of a version that is no longer current is a stale one.
     const why = reason === 'partial-read' && lastSeenETag !== undefined && current?.etag !== lastSeenETag ? 'stale-read' : reason;
-    return new Refusal(why, w.bucket, w.key, current, lastSeenETag);
+    return { refusal: new Refusal(why, w.bucket, w.key, current, lastSeenETag), byS3: false };
   }
 
   private async agentRules(w: WriteRequest & { agent: string }): Promise<AgentDecision> {
@@ -126,12 +124,16 @@ export class Guard {
       if (this.options.agentWrites === 'require') return { refuse: 'precondition-required', ...seen };
       // Read-stamp policy: condition the write on what the agent last read whole,
       // or make it create-only when the agent never read the key.
-      if (!stamp) return { permit: { condition: { type: 'if-none-match' }, sameContentWins: true, conflictReason: 'not-read' } };
+      if (!stamp) return { permit: { condition: { type: 'if-none-match' }, conflictReason: 'not-read' } };
       if (!stamp.full) return { refuse: 'partial-read', ...seen };
-      return { permit: { condition: { type: 'if-match', etags: [stamp.etag] }, sameContentWins: true, conflictReason: 'stale-read', ...seen } };
+      return { permit: { condition: { type: 'if-match', etags: [stamp.etag] }, conflictReason: 'stale-read', ...seen } };
     }
-    const permit: WritePermit = { condition: commitConditionFor(conditions), sameContentWins: true };
-    if (conditions.ifMatch === undefined || !stamp) return { permit };
+    const permit: WritePermit = { condition: commitConditionFor(conditions) };
+    if (conditions.ifMatch === undefined) return { permit };
+    // If-Match replaces (or deletes) what is there: only what the agent has
+    // read in full, never an ETag taken from a HEAD or a listing (a blind
+    // overwrite of content it never saw).
+    if (!stamp) return { refuse: 'not-read' };
     // The commit succeeds only if the current version is one the If-Match
     // names, so the agent's stamp can be judged against those names alone.
     const named = conditions.ifMatch === '*' ? [(await w.current())?.etag].filter((e): e is string => e !== undefined) : conditions.ifMatch.flatMap(expandETag);
@@ -144,7 +146,21 @@ export class Guard {
   conflict(bucket: string, key: string, current: ObjectInfo | null, conditions: WriteConditions, permit?: WritePermit): Refusal {
     if (!current && conditions.ifMatch !== undefined) return new Refusal('no-such-key', bucket, key, null);
     const reason = permit?.conflictReason ?? (hasWriteCondition(conditions) ? 'precondition-failed' : 'stale-read');
-    return new Refusal(reason, bucket, key, current, permit?.lastSeenETag);
+    const condition = permit?.condition.type === 'if-none-match' ? 'If-None-Match' : 'If-Match';
+    return new Refusal(reason, bucket, key, current, permit?.lastSeenETag, { condition });
+  }
+
+  /**
+   * Whether the current version (`current`, null: the key is absent) was made
+   * by this very request before: the same access key and the same
+   * `amz-sdk-invocation-id`, which AWS SDKs keep across their automatic
+   * retries (DESIGN §3, exact retries). A state store that cannot answer
+   * answers no: the retry is refused like any other failed condition.
+   */
+  async madeBy(bucket: string, key: string, current: ObjectInfo | null, accessKey: string | undefined, invocationId: string | undefined): Promise<boolean> {
+    if (accessKey === undefined || invocationId === undefined) return false;
+    const last = await this.state.lastWrite(bucket, key).catch(() => undefined);
+    return last !== undefined && last.accessKey === accessKey && last.invocationId === invocationId && (last.newETag ?? null) === (current?.etag ?? null);
   }
 
   /** Bytes [start, end) of `info` were delivered to the agent (complete: to the last byte asked for). */

@@ -58,19 +58,19 @@ export interface WriteConditions {
 
 export type WriteVerdict =
   | { ok: true; condition: CommitCondition }
-  | { ok: false; failure: 'no-such-key' | 'precondition-failed' | 'not-implemented' };
+  | { ok: false; failure: 'no-such-key' | 'precondition-failed' | 'not-implemented'; condition: 'If-Match' | 'If-None-Match' };
 
 /**
  * Checks explicit write conditions against the current version and returns the
  * CommitCondition the backend must re-check atomically at commit.
  */
 export function evaluateWrite(current: CurrentVersion | null, c: WriteConditions): WriteVerdict {
-  if (c.ifNoneMatch !== undefined && c.ifNoneMatch !== '*') return { ok: false, failure: 'not-implemented' };
+  if (c.ifNoneMatch !== undefined && c.ifNoneMatch !== '*') return { ok: false, failure: 'not-implemented', condition: 'If-None-Match' };
   if (c.ifMatch !== undefined) {
-    if (!current) return { ok: false, failure: 'no-such-key' };
-    if (!anyMatches(c.ifMatch, current)) return { ok: false, failure: 'precondition-failed' };
+    if (!current) return { ok: false, failure: 'no-such-key', condition: 'If-Match' };
+    if (!anyMatches(c.ifMatch, current)) return { ok: false, failure: 'precondition-failed', condition: 'If-Match' };
   }
-  if (c.ifNoneMatch === '*' && current) return { ok: false, failure: 'precondition-failed' };
+  if (c.ifNoneMatch === '*' && current) return { ok: false, failure: 'precondition-failed', condition: 'If-None-Match' };
   return { ok: true, condition: commitConditionFor(c) };
 }
 

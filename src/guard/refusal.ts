@@ -21,6 +21,21 @@ export type RefusalReason =
   /** Read-stamp policy: the agent never read this key, which exists. */
   | 'not-read';
 
+/** The request header whose condition failed, as S3 names it in the error's `<Condition>`. */
+export type ConditionHeader = 'If-Match' | 'If-None-Match';
+
+export interface RefusalDetails {
+  /** Which condition failed; If-Match unless said otherwise. */
+  condition?: ConditionHeader;
+  /**
+   * The current content is byte-for-byte what the refused write sent (its
+   * SHA-256 equals the current ETag; for a delete, the key is already gone).
+   * Still a refusal (DESIGN §3), but the client can tell its own landed
+   * earlier attempt from somebody else's conflicting write.
+   */
+  identical?: boolean;
+}
+
 export class Refusal extends Error {
   constructor(
     readonly reason: RefusalReason,
@@ -29,8 +44,14 @@ export class Refusal extends Error {
     readonly current: ObjectInfo | null,
     /** The version the agent last read or wrote, for stale/partial reads. */
     readonly lastSeenETag?: string,
+    readonly details: RefusalDetails = {},
   ) {
     super(reason);
     this.name = 'Refusal';
+  }
+
+  /** The same refusal, against the version current now and with more details. */
+  with(current: ObjectInfo | null, details: RefusalDetails): Refusal {
+    return new Refusal(this.reason, this.bucket, this.key, current, this.lastSeenETag, { ...this.details, ...details });
   }
 }

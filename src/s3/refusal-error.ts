@@ -3,7 +3,10 @@
  * PreconditionFailed, 428 PreconditionRequired, 404 NoSuchKey or 501
  * NotImplemented — and, beyond S3, the current state of the object so an agent
  * can re-read and retry (DESIGN §3): `ETag` and `Last-Modified` headers,
- * `x-casket-reason`, `x-casket-writer`, and the same as XML elements.
+ * `x-casket-reason`, `x-casket-writer`, and the same as XML elements. When the
+ * current content is byte-for-byte what the refused write sent,
+ * `x-casket-identical-content: true` and `<IdenticalContent>` say so: the
+ * caller's own earlier attempt may have landed (an answer lost on the way).
  */
 import type { Refusal, RefusalReason } from '../guard/refusal.js';
 import { formatETag } from '../vocabulary/etag.js';
@@ -27,6 +30,11 @@ function advice(r: Refusal, etag: (e: string) => string): string {
   const by = r.current?.writer ? ` (written by agent "${r.current.writer}")` : '';
   switch (r.reason) {
     case 'precondition-failed':
+      if (r.details.condition === 'If-None-Match') {
+        return current
+          ? `${where} already exists (version ${current}${by}), and If-None-Match: * only creates. To replace it, read it, then write with If-Match: ${current}.`
+          : `${where} already exists, and If-None-Match: * only creates.`;
+      }
       return current
         ? `${where} has changed: its current version is ${current}${by}. Read it again${retry}.`
         : `${where} does not exist any more. Retry with If-None-Match: * to create it.`;
@@ -47,12 +55,20 @@ function advice(r: Refusal, etag: (e: string) => string): string {
   }
 }
 
+/** One sentence for a refusal whose bytes are already current: a landed earlier attempt, or the same change made twice. */
+function identicalNote(r: Refusal): string {
+  const who = r.current?.writer ? `agent "${r.current.writer}"` : 'a request without an agent';
+  const when = r.current ? ` at ${r.current.lastModified.toISOString()}` : '';
+  const what = r.current ? 'The current content is byte-for-byte what you sent' : 'The key is already deleted';
+  return ` ${what} (written by ${who}${when}): if that was your own earlier attempt, it landed; if not, someone else made the same change, and yours would be a second one.`;
+}
+
 export function refusalError(r: Refusal, etagSuffix: boolean): S3Error {
   const etag = (e: string) => formatETag(e, etagSuffix);
   const headers: Record<string, string> = { 'x-casket-reason': r.reason };
   const fields: Record<string, string | undefined> = {};
   if (r.reason === 'precondition-failed' || r.reason === 'partial-read' || r.reason === 'stale-read' || r.reason === 'not-read') {
-    fields.Condition = 'If-Match';
+    fields.Condition = r.details.condition ?? 'If-Match';
   }
   fields.Reason = r.reason;
   if (r.current) {
@@ -67,5 +83,10 @@ export function refusalError(r: Refusal, etagSuffix: boolean): S3Error {
   }
   if (r.lastSeenETag) fields.LastReadETag = etag(r.lastSeenETag);
   if (r.reason === 'no-such-key') fields.Key = r.key;
-  return new S3Error(CODES[r.reason], { message: advice(r, etag), fields, headers });
+  if (r.details.identical) {
+    headers['x-casket-identical-content'] = 'true';
+    fields.IdenticalContent = 'true';
+  }
+  const message = advice(r, etag) + (r.details.identical ? identicalNote(r) : '');
+  return new S3Error(CODES[r.reason], { message, fields, headers });
 }

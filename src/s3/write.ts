@@ -18,11 +18,18 @@ export function writeConditionsFrom(headers: Record<string, string>): WriteCondi
   return c;
 }
 
-/** A condition no version satisfies: with sameContentWins, "only if the content is already there". */
-const ONLY_SAME_CONTENT: CommitCondition = { type: 'if-match', etags: [] };
+/**
+ * A condition no version satisfies: the commit of a refused write, made only
+ * to learn what it would have written (its SHA-256, after the body) or
+ * whether the backend already made it (a completed upload) — never to write.
+ */
+const NOTHING_HOLDS: CommitCondition = { type: 'if-match', etags: [] };
 
-/** Refusals a retried write of identical content must not be told (DESIGN §3). */
+/** Refusals that name a version: the refused write may be an exact retry, or carry the current bytes. */
 const VERSION_REFUSALS = new Set(['precondition-failed', 'precondition-required', 'partial-read', 'stale-read', 'not-read']);
+
+/** The header AWS SDKs keep across their automatic retries of one call (JS v3, botocore, Go v2, Java v2). */
+const INVOCATION_ID = 'amz-sdk-invocation-id';
 
 export interface GuardedWrite<T> {
   ctx: RequestContext;
@@ -31,21 +38,36 @@ export interface GuardedWrite<T> {
   key: string;
   operation: string;
   conditions: WriteConditions;
+  /** SHA-256 hex of the new content when known before the body (signed payload hash, checksum header, copy source). */
   declaredSha256?: string;
+  /** The write deletes the key (its "content" is the key being absent). */
+  deletes?: boolean;
   /**
    * Whether the body will reach casket even if the write is refused (no
-   * `Expect: 100-continue`): then a refusal whose content might be identical
-   * is decided at commit, once the SHA-256 is known.
+   * `Expect: 100-continue`): then a refused write is still received, to tell
+   * the client whether the current content is what it sent.
    */
   bodyComing: boolean;
+  /** The backend recognises a repeat of this write by itself (CompleteMultipartUpload: its upload id). */
+  selfIdentifying?: boolean;
   /** Check explicit conditions before the body is sent (the client asked: Expect: 100-continue). */
   early?: boolean;
   commit(permit: WritePermit): Promise<T>;
   written(result: T): ObjectInfo | null;
   /** The version the commit replaced, when the commit reports it (DeleteObject does). */
   replaced?(result: T): ObjectInfo | null;
+  /** The answer to an exact retry of the write that made `current` (DESIGN §3). */
+  landed(current: ObjectInfo | null): T;
 }
 
+/**
+ * DESIGN §3: a failed condition is a refusal whatever the bytes — with one
+ * exception, an exact retry of the write that made the current version (the
+ * same access key and `amz-sdk-invocation-id`), which gets that version's
+ * answer and writes nothing. A refusal whose bytes equal the current ones
+ * says so (`identical`), so a client without an invocation id can still tell
+ * its own landed attempt from a conflict.
+ */
 export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
   const { backend, guard } = w.services;
   // The current version is read only when something needs it — an early
@@ -55,6 +77,8 @@ export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
   // scripts/bench.mjs).
   let read: Promise<ObjectInfo | null> | undefined;
   const current = () => (read ??= backend.headObject(w.bucket, w.key));
+  const invocationId = w.ctx.headers[INVOCATION_ID];
+  const madeByThisCall = (version: ObjectInfo | null) => guard.madeBy(w.bucket, w.key, version, w.ctx.accessKey, invocationId);
   let permit: WritePermit;
   let refusal: Refusal | undefined;
   try {
@@ -64,37 +88,66 @@ export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
       agent: w.ctx.agent,
       current,
       conditions: w.conditions,
-      ...(w.declaredSha256 !== undefined && { declaredSha256: w.declaredSha256 }),
       ...(w.early !== undefined && { early: w.early }),
     });
   } catch (e) {
-    if (!(e instanceof Refusal) || !w.bodyComing || !e.current || !VERSION_REFUSALS.has(e.reason)) throw e;
+    if (!(e instanceof Refusal)) throw e;
+    const namesVersion = VERSION_REFUSALS.has(e.reason);
+    // Commit anyway, under a condition nothing satisfies, when that can tell
+    // an exact retry or identical bytes from a conflict: the body is on its
+    // way regardless, the backend knows its own completed upload, or this
+    // very call made the current version (then the body is asked for).
+    const probe = (namesVersion && (w.bodyComing || w.selfIdentifying)) || ((namesVersion || e.reason === 'no-such-key') && (await madeByThisCall(e.current)));
+    if (!probe) throw identicalUpFront(e, w);
     refusal = e;
-    permit = { condition: ONLY_SAME_CONTENT, sameContentWins: true };
+    permit = { condition: NOTHING_HOLDS };
   }
   let result: T;
   try {
     result = await w.commit(permit);
   } catch (e) {
-    if (!(e instanceof ConditionFailed)) throw e;
-    if (refusal) throw new Refusal(refusal.reason, w.bucket, w.key, e.current, refusal.lastSeenETag);
-    throw guard.conflict(w.bucket, w.key, e.current, w.conditions, permit);
+    if (!(e instanceof ConditionFailed)) {
+      // The probe of a refused write failed otherwise (e.g. a condition the
+      // upstream cannot make atomic): the refusal stands.
+      if (refusal) throw identicalUpFront(refusal, w);
+      throw e;
+    }
+    const attempted = e.attemptedETag !== undefined ? e.attemptedETag : w.deletes ? null : w.declaredSha256;
+    const identical = attempted !== undefined && attempted === (e.current?.etag ?? null);
+    if (identical && (await madeByThisCall(e.current))) return w.landed(e.current);
+    const refused = refusal ?? guard.conflict(w.bucket, w.key, e.current, w.conditions, permit);
+    throw refused.with(e.current, identical ? { identical } : {});
   }
+  // A probe that succeeded is a completion the backend had already made: nothing changed, nothing to log.
+  if (refusal) return result;
   const written = w.written(result);
-  const previousETag = (read && (await read)?.etag) ?? w.replaced?.(result)?.etag ?? replacedUnder(permit);
-  await guard.recordWrite(
-    {
-      bucket: w.bucket,
-      key: w.key,
-      operation: w.operation,
-      ...(w.ctx.agent !== undefined && { agent: w.ctx.agent }),
-      ...(w.ctx.accessKey !== undefined && { accessKey: w.ctx.accessKey }),
-      ...(previousETag !== undefined && { previousETag }),
-      ...(written && { newETag: written.etag }),
-    },
-    written,
-  );
+  const previousETag = (read && (await read.catch(() => null))?.etag) ?? w.replaced?.(result)?.etag ?? replacedUnder(permit);
+  // The object is committed: a state store that fails now costs the writer's
+  // stamp (it re-reads before its next write) and a write-log entry, never
+  // the answer (README, "When the state store is down").
+  await guard
+    .recordWrite(
+      {
+        bucket: w.bucket,
+        key: w.key,
+        operation: w.operation,
+        ...(w.ctx.agent !== undefined && { agent: w.ctx.agent }),
+        ...(w.ctx.accessKey !== undefined && { accessKey: w.ctx.accessKey }),
+        ...(invocationId !== undefined && { invocationId }),
+        ...(previousETag !== undefined && { previousETag }),
+        ...(written && { newETag: written.etag }),
+      },
+      written,
+    )
+    .catch((error: unknown) => w.services.log.error({ err: error, bucket: w.bucket, key: w.key, requestId: w.ctx.requestId }, 'write committed, but not recorded in the state store'));
   return result;
+}
+
+/** A refusal decided before the body: identical when the declared SHA-256 (or, for a delete, the key's absence) already is current. */
+function identicalUpFront<T>(r: Refusal, w: GuardedWrite<T>): Refusal {
+  if (!VERSION_REFUSALS.has(r.reason) && r.reason !== 'no-such-key') return r;
+  const attempted = w.deletes ? null : w.declaredSha256;
+  return attempted !== undefined && attempted === (r.current?.etag ?? null) ? r.with(r.current, { identical: true }) : r;
 }
 
 /**

@@ -11,6 +11,8 @@ const SEP = '\u0000';
 export class MemoryStateStore implements StateStore {
   private readonly stamps = new Map<string, ReadStamp>();
   private readonly log: WriteLogEntry[] = [];
+  /** Newest entry per bucket/key (lastWrite), trimmed with the log. */
+  private readonly last = new Map<string, WriteLogEntry>();
   private readonly index = new Map<string, string>();
   private readonly parts = new Map<string, Map<number, PartDigest>>();
 
@@ -60,7 +62,16 @@ export class MemoryStateStore implements StateStore {
 
   async appendWriteLog(entry: WriteLogEntry): Promise<void> {
     this.log.push(entry);
+    const id = [entry.bucket, entry.key].join(SEP);
+    this.last.delete(id);
+    this.last.set(id, entry);
     if (this.log.length > this.limits.maxEntries) this.log.splice(0, this.log.length - this.limits.maxEntries);
+    while (this.last.size > this.limits.maxEntries) this.last.delete(this.last.keys().next().value!);
+  }
+
+  async lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined> {
+    const e = this.last.get([bucket, key].join(SEP));
+    return e && Date.now() - e.at.getTime() <= this.limits.ttlMs ? e : undefined;
   }
 
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {

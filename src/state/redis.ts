@@ -29,6 +29,7 @@
  *   stamps:seq          that counter
  *   agent:<agent>       zset <id> by touch time: listStamps without SCAN
  *   write-log           list of JSON entries, newest first, LPUSH + LTRIM to maxEntries
+ *   last-write:<json>   string, PX ttl: the newest write-log entry of JSON [bucket, key]
  *   etag-index:<json>   string, PX ttl: one key per (bucket, key, upstream ETag), so
  *                       each entry expires on its own (hash fields expire only in 7.4+)
  *   parts:<uploadId>    hash partNumber -> JSON digest, PEXPIRE ttl on every put
@@ -238,7 +239,16 @@ export class RedisStateStore implements StateStore {
   async appendWriteLog(entry: WriteLogEntry): Promise<void> {
     const stored: StoredLogEntry = { ...entry, at: entry.at.getTime() };
     const log = `${this.prefix}write-log`;
-    await exec(this.redis.multi().lpush(log, JSON.stringify(stored)).ltrim(log, 0, this.limits.maxEntries - 1).pexpire(log, this.limits.ttlMs));
+    const json = JSON.stringify(stored);
+    const last = `${this.prefix}last-write:${JSON.stringify([entry.bucket, entry.key])}`;
+    await exec(this.redis.multi().lpush(log, json).ltrim(log, 0, this.limits.maxEntries - 1).pexpire(log, this.limits.ttlMs).set(last, json, 'PX', this.limits.ttlMs));
+  }
+
+  async lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined> {
+    const json = await this.redis.get(`${this.prefix}last-write:${JSON.stringify([bucket, key])}`);
+    if (json === null) return undefined;
+    const e = JSON.parse(json) as StoredLogEntry;
+    return { ...e, at: new Date(e.at) };
   }
 
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {

@@ -19,7 +19,7 @@ CREATE INDEX IF NOT EXISTS stamps_at ON stamps(at);
 CREATE INDEX IF NOT EXISTS stamps_seq ON stamps(seq);
 CREATE TABLE IF NOT EXISTS write_log (
   id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
-  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT
+  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT, invocation_id TEXT
 );
 CREATE INDEX IF NOT EXISTS write_log_key ON write_log(bucket, key);
 CREATE INDEX IF NOT EXISTS write_log_at ON write_log(at);
@@ -52,6 +52,7 @@ interface LogRow {
   access_key: string | null;
   previous_etag: string | null;
   new_etag: string | null;
+  invocation_id: string | null;
 }
 
 function toStamp(row: StampRow): ReadStamp {
@@ -78,12 +79,15 @@ export class SqliteStateStore implements StateStore {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(SCHEMA);
+    // State databases made before exact retries (DESIGN §3) lack the column.
+    const columns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('write_log')").all();
+    if (!columns.some((c) => c.name === 'invocation_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN invocation_id TEXT');
     this.q = {
       getStamp: this.db.prepare<[string, string, string], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
       putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       listStamps: this.db.prepare<[string, number], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND at >= ? ORDER BY bucket, key'),
       forget: this.db.prepare('DELETE FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
-      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag) VALUES (?, ?, ?, ?, ?, ?, ?, ?)'),
+      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
       putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
       putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests (upload_id, part_number, sha256, md5, size, at) VALUES (?, ?, ?, ?, ?, ?)'),
@@ -167,7 +171,7 @@ export class SqliteStateStore implements StateStore {
     this.pendingLog = [];
     this.db.transaction(() => {
       for (const e of batch) {
-        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null);
+        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null);
         this.counted();
       }
     })();
@@ -177,7 +181,15 @@ export class SqliteStateStore implements StateStore {
     this.pendingLog.push(e);
     if (!this.flushScheduled) {
       this.flushScheduled = true;
-      setImmediate(() => this.flushLog());
+      setImmediate(() => {
+        // Off the request path, a failing disk must not crash the process:
+        // the entries of this turn are lost (the objects are already committed).
+        try {
+          this.flushLog();
+        } catch (e) {
+          process.emitWarning(`casket: write-log entries lost: ${(e as Error).message}`);
+        }
+      });
     }
   }
 
@@ -188,7 +200,7 @@ export class SqliteStateStore implements StateStore {
     if (q.bucket !== undefined) (where.push('bucket = ?'), args.push(q.bucket));
     if (q.key !== undefined) (where.push('key = ?'), args.push(q.key));
     if (q.agent !== undefined) (where.push('agent = ?'), args.push(q.agent));
-    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT at, bucket, key, operation, agent, access_key, previous_etag, new_etag FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
+    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
     return rows.map((r) => ({
       at: new Date(r.at),
       bucket: r.bucket,
@@ -198,7 +210,13 @@ export class SqliteStateStore implements StateStore {
       ...(r.access_key !== null && { accessKey: r.access_key }),
       ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
       ...(r.new_etag !== null && { newETag: r.new_etag }),
+      ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
     }));
+  }
+
+  async lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined> {
+    // write_log_key indexes (bucket, key) and, implicitly, id: one index probe.
+    return (await this.listWriteLog({ bucket, key, limit: 1 }))[0];
   }
 
   async getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined> {

@@ -47,6 +47,12 @@ export interface WriteLogEntry {
   previousETag?: string;
   /** ETag written (absent: a delete). */
   newETag?: string;
+  /**
+   * The request's `amz-sdk-invocation-id`: AWS SDKs keep it across their
+   * automatic retries, so with the access key it names the very write a retry
+   * repeats (DESIGN §3, exact retries).
+   */
+  invocationId?: string;
 }
 
 export interface WriteLogQuery {
@@ -85,6 +91,12 @@ export interface StateStore {
 
   appendWriteLog(entry: WriteLogEntry): Promise<void>;
   listWriteLog(query: WriteLogQuery): Promise<WriteLogEntry[]>;
+  /**
+   * The newest write-log entry for (bucket, key): who made its current
+   * version, when casket made it. A refused write asks it whether it is a
+   * retry of that very write (s3/write.ts). Shared by every replica.
+   */
+  lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined>;
 
   /** s3 backend: the SHA-256 ETag of (bucket, key) at the upstream's ETag. */
   getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined>;

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ObjectInfo } from '../../src/backends/types.js';
-import { Guard, type AgentWritePolicy, type GuardMode, type WriteRequest } from '../../src/guard/guard.js';
+import { Guard, type AgentWritePolicy, type GuardMode, type GuardOptions, type WriteRequest } from '../../src/guard/guard.js';
 import type { WriteConditions } from '../../src/guard/preconditions.js';
 import { Refusal } from '../../src/guard/refusal.js';
 import { MemoryStateStore } from '../../src/state/memory.js';
@@ -14,9 +14,9 @@ const V1 = '1'.repeat(64);
 const V2 = '2'.repeat(64);
 const info = (etag: string): ObjectInfo => ({ bucket: 'b', key: 'k', etag, size: 10, lastModified: new Date(), headers: {}, metadata: {} });
 
-async function setup(options: { mode?: GuardMode; agentWrites?: AgentWritePolicy } = {}) {
+async function setup(options: { mode?: GuardMode; agentWrites?: AgentWritePolicy; onRefusal?: GuardOptions['onRefusal'] } = {}) {
   const state = new MemoryStateStore();
-  const guard = new Guard(state, { mode: options.mode ?? 'enforce', agentWrites: options.agentWrites ?? 'require' });
+  const guard = new Guard(state, { mode: options.mode ?? 'enforce', agentWrites: options.agentWrites ?? 'require', ...(options.onRefusal && { onRefusal: options.onRefusal }) });
   let reads = 0;
   const check = (current: string | null, conditions: WriteConditions, extra: Partial<WriteRequest> = {}) =>
     guard.checkWrite({
@@ -39,7 +39,7 @@ async function setup(options: { mode?: GuardMode; agentWrites?: AgentWritePolicy
       return { refused: e.reason, current: e.current?.etag, lastSeen: e.lastSeenETag, reads };
     }
   };
-  return { state, outcome, readFull: (etag: string) => state.recordRead('alice', 'b', 'k', { etag, size: 10, start: 0, end: 10 }), readPart: (etag: string) => state.recordRead('alice', 'b', 'k', { etag, size: 10, start: 0, end: 4 }) };
+  return { state, check, outcome, readFull: (etag: string) => state.recordRead('alice', 'b', 'k', { etag, size: 10, start: 0, end: 10 }), readPart: (etag: string) => state.recordRead('alice', 'b', 'k', { etag, size: 10, start: 0, end: 4 }) };
 }
 
 describe('guard: agents under the default policy (require)', () => {
@@ -68,15 +68,20 @@ describe('guard: agents under the default policy (require)', () => {
     expect(await g.outcome(V2, { ifMatch: [V2] })).toMatchObject({ refused: 'stale-read', current: V2, lastSeen: V1 });
   });
 
-  it('a retry of content that is already current passes every agent rule', async () => {
+  it('no stamp and an If-Match → not-read (an ETag from a HEAD or a listing is not a read); If-None-Match: * → create-only', async () => {
     const g = await setup();
-    expect(await g.outcome(V1, {}, { declaredSha256: V1 })).toMatchObject({ permit: { type: 'none' } });
+    expect(await g.outcome(V1, { ifMatch: [V1] })).toMatchObject({ refused: 'not-read', current: V1 });
+    expect(await g.outcome(V1, { ifMatch: '*' })).toMatchObject({ refused: 'not-read', current: V1 });
+    // On a missing key S3's own answer comes first.
+    expect(await g.outcome(null, { ifMatch: [V1] })).toMatchObject({ refused: 'no-such-key' });
+    expect(await g.outcome(null, { ifNoneMatch: '*' })).toMatchObject({ permit: { type: 'if-none-match' } });
   });
 
-  it('no stamp and an If-Match → permitted (the agent learned the ETag elsewhere); If-None-Match: * → create-only', async () => {
+  it('If-None-Match: * on an existing key names If-None-Match', async () => {
     const g = await setup();
-    expect(await g.outcome(V1, { ifMatch: [V1] })).toEqual({ permit: { type: 'if-match', etags: [V1] }, reads: 0 });
-    expect(await g.outcome(null, { ifNoneMatch: '*' })).toMatchObject({ permit: { type: 'if-none-match' }, reads: 0 });
+    const refusal = await g.check(V1, { ifNoneMatch: '*' }, { early: true }).catch((e: unknown) => e);
+    expect(refusal).toBeInstanceOf(Refusal);
+    expect(refusal).toMatchObject({ reason: 'precondition-failed', details: { condition: 'If-None-Match' } });
   });
 
   it('early (Expect: 100-continue) refuses a failing condition before the body', async () => {
@@ -92,6 +97,11 @@ describe('guard: agents under the default policy (require)', () => {
 });
 
 describe('guard: read-stamp policy', () => {
+  it('an explicit If-Match without a read → not-read, as under require', async () => {
+    const g = await setup({ agentWrites: 'read-stamp' });
+    expect(await g.outcome(V1, { ifMatch: [V1] })).toMatchObject({ refused: 'not-read', current: V1 });
+  });
+
   it('derives If-Match from the last full read, create-only from no read, and refuses a partial read', async () => {
     const g = await setup({ agentWrites: 'read-stamp' });
     expect(await g.outcome(null, {})).toMatchObject({ permit: { type: 'if-none-match' }, reads: 0 });
@@ -103,9 +113,15 @@ describe('guard: read-stamp policy', () => {
 });
 
 describe('guard: modes', () => {
-  it('observe refuses nothing; off ignores agents', async () => {
-    const observe = await setup({ mode: 'observe' });
+  it('observe refuses none of casket\'s own rules, but every refusal S3 itself makes, counted as enforced; off ignores agents', async () => {
+    const counted: Array<[string, boolean]> = [];
+    const observe = await setup({ mode: 'observe', onRefusal: (reason, enforced) => counted.push([reason, enforced]) });
     expect(await observe.outcome(V1, {})).toMatchObject({ permit: { type: 'none' } });
+    expect(await observe.outcome(V2, { ifMatch: [V1] })).toMatchObject({ refused: 'precondition-failed', current: V2 });
+    expect(counted).toEqual([
+      ['precondition-required', false],
+      ['precondition-failed', true],
+    ]);
     const off = await setup({ mode: 'off' });
     expect(await off.outcome(V1, {})).toEqual({ permit: { type: 'none' }, reads: 0 });
   });

@@ -1,8 +1,8 @@
 /**
  * S3 conditional writes (DESIGN §3) through casket, by a person (admin key,
  * no agent): If-Match / If-None-Match on PutObject, CopyObject,
- * CompleteMultipartUpload, DeleteObject; 412 with the current ETag; idempotent
- * retries; and the race: 16 writers, one ETag, exactly one winner.
+ * CompleteMultipartUpload, DeleteObject; 412 with the current ETag; identical bytes
+ * still refused; and the race: 16 writers, one ETag, exactly one winner.
  */
 import {
   CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand,
@@ -52,16 +52,32 @@ describe('PutObject conditions', () => {
     expect(await failure(t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'absent' })))).toMatchObject({ status: 404 });
   });
 
-  it('a retried write of the current content succeeds instead of a false 412 (signed hash and streamed body)', async () => {
+  it('the same bytes under a replaced If-Match are a 412 that says the content is identical (signed hash and streamed body)', async () => {
     const v1 = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'old' }));
     const first = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'new', IfMatch: v1.ETag }));
-    // The response was "lost": the SDK sends the same request again.
-    const again = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'new', IfMatch: v1.ETag }));
-    expect(again.ETag).toBe(first.ETag);
-    const streamed = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: Readable.from([Buffer.from('new')]), ContentLength: 3, IfMatch: v1.ETag }));
-    expect(streamed.ETag).toBe(first.ETag);
-    // Different content with the stale ETag still loses.
-    expect(await failure(t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'other', IfMatch: v1.ETag })))).toMatchObject({ status: 412 });
+    // A second call (a new invocation, not an SDK retry) with the same bytes
+    // is the counter case — two increments from "10" to "11": S3 says 412.
+    expect(await failure(t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: 'new', IfMatch: v1.ETag })))).toMatchObject({ status: 412 });
+    expect(await failure(t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'retry', Body: Readable.from([Buffer.from('new')]), ContentLength: 3, IfMatch: v1.ETag })))).toMatchObject({ status: 412 });
+    const same = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/retry`, headers: { 'if-match': v1.ETag! }, body: 'new' });
+    expect(same.status).toBe(412);
+    expect(same.headers['x-casket-identical-content']).toBe('true');
+    expect(xmlField(same.body, 'IdenticalContent')).toBe('true');
+    expect(xmlField(same.body, 'CurrentETag')).toBe(first.ETag);
+    expect(xmlField(same.body, 'Message')).toMatch(/byte-for-byte what you sent/);
+    // Different content with the stale ETag loses without the note.
+    const other = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/retry`, headers: { 'if-match': v1.ETag! }, body: 'other' });
+    expect(other.status).toBe(412);
+    expect(other.headers['x-casket-identical-content']).toBeUndefined();
+    expect((await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'retry' }))).ETag).toBe(first.ETag);
+  });
+
+  it('If-None-Match: * on an existing key names If-None-Match and says the key exists', async () => {
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'exists', Body: 'here' }));
+    const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/exists`, headers: { 'if-none-match': '*' }, body: 'here' });
+    expect(r.status).toBe(412);
+    expect(xmlField(r.body, 'Condition')).toBe('If-None-Match');
+    expect(xmlField(r.body, 'Message')).toMatch(/already exists .*If-None-Match: \* only creates/);
   });
 
   it('a refused body is not written: the object keeps its version', async () => {

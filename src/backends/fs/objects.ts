@@ -18,7 +18,7 @@
 import type { Database, Statement } from '../../sqlite.js';
 import type { BlobStore, ReceivedBody } from './blobs.js';
 import type { Buckets } from './buckets.js';
-import { evaluateCommit } from '../commit-condition.js';
+import { conditionHolds } from '../commit-condition.js';
 import type { WalDurability } from './durability.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
 import { validateKey } from '../../vocabulary/names.js';
@@ -58,7 +58,7 @@ export interface CommitResult {
   info: ObjectInfo | null;
   /** Blob ids the commit stopped referencing: condemn them once it returns. */
   released: string[];
-  /** Whether the transaction changed the database (false: same content already there, or nothing to delete). */
+  /** Whether the transaction changed the database (false: nothing to delete, or a completion already made). */
   changed: boolean;
 }
 
@@ -93,8 +93,7 @@ export class Objects {
     this.commitDelete = db.transaction((bucket: string, key: string, options: WriteOptions): CommitResult => {
       store.buckets.require(bucket);
       const current = this.selectRow.get(bucket, key);
-      const outcome = evaluateCommit(options.condition, current?.etag ?? null, null, options.sameContentWins);
-      if (outcome === 'fail') throw new ConditionFailed(current ? objectInfo(bucket, current) : null);
+      if (!conditionHolds(options.condition, current?.etag ?? null)) throw new ConditionFailed(current ? objectInfo(bucket, current) : null, null);
       if (current === undefined) return { info: null, released: [], changed: false };
       this.deleteRow.run(bucket, key);
       return { info: objectInfo(bucket, current), released: blobIds(current), changed: true };
@@ -154,8 +153,6 @@ export class Objects {
       throw e;
     }
     this.settle(result);
-    // Same content already there: the body just received was never referenced.
-    if (!result.changed && body.kind === 'file') await this.store.blobs.remove(body.id);
     return result.info!;
   }
 
@@ -190,9 +187,7 @@ export class Objects {
   replace(row: NewObjectRow, options: WriteOptions): CommitResult {
     this.store.buckets.require(row.bucket);
     const current = this.selectRow.get(row.bucket, row.key);
-    const outcome = evaluateCommit(options.condition, current?.etag ?? null, row.etag, options.sameContentWins);
-    if (outcome === 'fail') throw new ConditionFailed(current ? objectInfo(row.bucket, current) : null);
-    if (outcome === 'same-content') return { info: objectInfo(row.bucket, current!), released: [], changed: false };
+    if (!conditionHolds(options.condition, current?.etag ?? null)) throw new ConditionFailed(current ? objectInfo(row.bucket, current) : null, row.etag);
     this.upsertRow.run(row);
     return { info: objectInfo(row.bucket, row), released: blobIds(current), changed: true };
   }

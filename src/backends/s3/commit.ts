@@ -22,6 +22,7 @@
  * this process, so an unconditional write can never slip between another
  * write's check and its commit here.
  */
+import { conditionHolds } from '../commit-condition.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import { ConditionFailed, type CommitCondition, type ObjectInfo, type WriteOptions } from '../types.js';
 import { NOTHING_ENFORCED, formatFor, type Capabilities } from './capabilities.js';
@@ -52,8 +53,7 @@ export class Committer {
    *
    * @param newETag the casket ETag the write creates (null: a delete, or not known before the write).
    * @param write performs the upstream request with the given condition headers; REFUSED when the upstream refused the condition.
-   * @param isDelete a delete's "same content" is the key being absent.
-   * @param onSameContent cleanup when the write is skipped because its content is already current.
+   * @param isDelete the write is a delete (the key absent is its result).
    */
   async run<T extends ObjectInfo | null>(
     bucket: string,
@@ -63,9 +63,8 @@ export class Committer {
     newETag: string | null,
     write: (condition: Record<string, string>, current: UpstreamObject | null) => Promise<T | typeof REFUSED>,
     isDelete = false,
-    onSameContent?: () => Promise<void>,
   ): Promise<T> {
-    const { condition, sameContentWins } = options;
+    const { condition } = options;
     const caps = condition.type === 'none' ? NOTHING_ENFORCED : await this.capabilities().catch(() => NOTHING_ENFORCED);
     const byUpstream = this.enforced(caps, kind, condition);
     if (!byUpstream && this.replicas) {
@@ -73,20 +72,10 @@ export class Committer {
       throw new S3Error('NotImplemented', `A conditional ${kind} (${header}) cannot be made atomic here: the upstream S3 endpoint does not enforce ${header} on ${kind}, and several casket replicas share it. Run one casket replica, or use an upstream that enforces it.`);
     }
     const form = caps.ifMatchPut || 'quoted';
-    const same = async (current: UpstreamObject | null): Promise<T> => {
-      await onSameContent?.();
-      return (current?.info ?? null) as T;
-    };
-    // Does the condition hold for this version? If not, is the write already done (same content)?
-    const verdict = (current: UpstreamObject | null): 'write' | 'same' | 'fail' => {
-      const etag = current?.info.etag ?? null;
-      const holds =
-        condition.type === 'none' ||
-        (condition.type === 'if-match' ? etag !== null && (condition.etags === '*' || condition.etags.includes(etag)) : etag === null);
-      if (holds) return 'write';
-      if (sameContentWins && (isDelete ? etag === null : etag !== null && etag === newETag)) return 'same';
-      return 'fail';
-    };
+    // A failed condition is a refusal whatever the bytes (DESIGN §3): the
+    // caller learns what the write would have made, to say so in the 412.
+    const failed = (current: UpstreamObject | null) => new ConditionFailed(current?.info ?? null, isDelete ? null : (newETag ?? undefined));
+    const holds = (current: UpstreamObject | null): boolean => conditionHolds(condition, current?.info.etag ?? null);
 
     return this.lock.run(`${bucket}\0${key}`, async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -94,13 +83,11 @@ export class Committer {
         // first; nor does an upstream-enforced If-Match naming the version last
         // seen here (a stale one is refused upstream, then looked at).
         const seen = attempt === 0 && condition.type === 'if-match' && byUpstream && !isDelete ? this.versions.lastSeenOf(bucket, key) : undefined;
-        const hinted = seen !== undefined && verdict(seen) === 'write';
+        const hinted = seen !== undefined && holds(seen);
         const look = !hinted && (condition.type === 'if-match' || !byUpstream || isDelete);
         const current = hinted ? seen : look ? await this.versions.current(bucket, key) : null;
         if (look) {
-          const v = verdict(current);
-          if (v === 'same') return same(current);
-          if (v === 'fail') throw new ConditionFailed(current?.info ?? null);
+          if (!holds(current)) throw failed(current);
           if (isDelete && current === null && condition.type !== 'none') return null as T;
         }
         const headers: Record<string, string> = {};
@@ -115,15 +102,12 @@ export class Committer {
         if (condition.type === 'if-none-match') {
           const now = await this.versions.current(bucket, key);
           if (now === null) continue;
-          if (verdict(now) === 'same') return same(now);
-          throw new ConditionFailed(now.info);
+          throw failed(now);
         }
       }
       const now = await this.versions.current(bucket, key);
-      const v = verdict(now);
-      if (v === 'same') return same(now);
-      if (v === 'write') throw new S3Error('SlowDown', `The upstream kept refusing or failing this conditional ${kind}; please retry.`);
-      throw new ConditionFailed(now?.info ?? null);
+      if (holds(now)) throw new S3Error('SlowDown', `The upstream kept refusing or failing this conditional ${kind}; please retry.`);
+      throw failed(now);
     });
   }
 

@@ -128,9 +128,6 @@ export class Multipart {
       const current = await this.versions.current(bucket, key);
       if (!current) throw new S3Error('InternalError', 'The completed object vanished upstream.');
       return current.info;
-    }, false, async () => {
-      // Same content already there: the upload is no longer needed.
-      await this.client.send({ method: 'DELETE', bucket, key, query: { uploadId } }).then(drain, () => {});
     });
     await this.state.deletePartDigests(uploadId).catch(() => {});
     // A retry of this completion whose answer was lost must succeed (completedBefore).

@@ -46,6 +46,7 @@ export const CopyObject: Handler = async (ctx, services) => {
         contentLength: src.size,
       }),
     written: (info) => info,
+    landed: (current) => current!,
   }).finally(() => source.reader.release?.());
   return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix) });
 };

@@ -26,10 +26,12 @@ async function deleteOne(ctx: RequestContext, services: Services, bucket: string
     key,
     operation,
     conditions,
+    deletes: true,
     bodyComing: false,
     commit: (permit) => services.backend.deleteObject(bucket, key, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
     written: () => null,
     replaced: (deleted) => deleted,
+    landed: () => null,
   });
 }
 

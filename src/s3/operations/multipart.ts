@@ -91,8 +91,10 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
     operation: 'CompleteMultipartUpload',
     conditions: writeConditionsFrom(ctx.headers),
     bodyComing: false,
+    selfIdentifying: true,
     commit: (permit) => services.backend.completeMultipartUpload(bucket, key, id, parts, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
     written: (info) => info,
+    landed: (current) => current!,
   });
   return xmlResponse('CompleteMultipartUploadResult', {
     Location: `/${encodeURIComponent(bucket)}/${key.split('/').map(encodeURIComponent).join('/')}`,

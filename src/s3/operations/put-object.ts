@@ -66,6 +66,7 @@ export const PutObject: Handler = async (ctx, services) => {
         ...(length !== undefined && { contentLength: length }),
       }),
     written: (info) => info,
+    landed: (current) => current!,
   });
   return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix) });
 };

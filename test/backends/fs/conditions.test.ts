@@ -5,7 +5,7 @@
  * concurrent writes conditioned on the same ETag, exactly one wins.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { evaluateCommit } from '../../../src/backends/commit-condition.js';
+import { conditionHolds } from '../../../src/backends/commit-condition.js';
 import { openFsBackend, type FsBackend } from '../../../src/backends/fs/index.js';
 import { ConditionFailed, type CommitCondition, type ObjectInfo } from '../../../src/backends/types.js';
 import { blobFiles, bytes, payloadOf, PUT_DEFAULTS, readAll, sameBytes, sha256Hex, tempDataDir } from './helpers.js';
@@ -64,53 +64,37 @@ async function failure(promise: Promise<unknown>): Promise<ConditionFailed> {
 describe('PutObject', () => {
   it.each(TABLE)('%s with the key %s → %s', async (_label, state, expected, condition) => {
     const current = await prepare(state);
-    for (const sameContentWins of [false, true]) {
-      const attempt = store.putObject('bkt', 'k', payloadOf(NEW), { ...PUT_DEFAULTS, condition, sameContentWins, writer: 'second' });
-      if (expected === 'write') {
-        const info = await attempt;
-        expect(info).toMatchObject({ etag: sha256Hex(NEW), writer: 'second' });
-        expect(await store.headObject('bkt', 'k')).toEqual(info);
-        // Restore the state for the second round.
-        await store.deleteObject('bkt', 'k', { condition: { type: 'none' } });
-        await prepare(state);
-      } else {
-        const e = await failure(attempt);
-        expect(e.current).toEqual(current);
-        expect((await store.headObject('bkt', 'k'))?.etag ?? null).toBe(current?.etag ?? null);
-      }
+    const attempt = store.putObject('bkt', 'k', payloadOf(NEW), { ...PUT_DEFAULTS, condition, writer: 'second' });
+    if (expected === 'write') {
+      const info = await attempt;
+      expect(info).toMatchObject({ etag: sha256Hex(NEW), writer: 'second' });
+      expect(await store.headObject('bkt', 'k')).toEqual(info);
+    } else {
+      const e = await failure(attempt);
+      expect(e.current).toEqual(current);
+      expect(e.attemptedETag).toBe(sha256Hex(NEW));
+      expect((await store.headObject('bkt', 'k'))?.etag ?? null).toBe(current?.etag ?? null);
     }
   });
 
   it.each(TABLE.filter(([, state, expected]) => expected === 'fail' && state !== 'absent'))(
-    '%s with the key %s: same content wins when asked',
+    '%s with the key %s: the same content as the current version still fails (DESIGN §3)',
     async (_label, state, _expected, condition) => {
       const current = await prepare(state);
-      // Without sameContentWins the same content still fails.
-      await failure(store.putObject('bkt', 'k', payloadOf(CURRENT), { ...PUT_DEFAULTS, condition }));
-      const info = await store.putObject('bkt', 'k', payloadOf(CURRENT), {
-        ...PUT_DEFAULTS,
-        condition,
-        sameContentWins: true,
-        metadata: { ignored: 'yes' },
-        writer: 'retry',
-      });
-      // Nothing was written: the current version is returned as it was.
-      expect(info).toEqual(current);
+      const e = await failure(store.putObject('bkt', 'k', payloadOf(CURRENT), { ...PUT_DEFAULTS, condition, metadata: { ignored: 'yes' }, writer: 'retry' }));
+      // The failure says what the write would have made: the current ETag itself.
+      expect(e.current).toEqual(current);
+      expect(e.attemptedETag).toBe(current!.etag);
       expect(await store.headObject('bkt', 'k')).toEqual(current);
     },
   );
 
-  it('same content does not win against an absent key', async () => {
-    const e = await failure(store.putObject('bkt', 'k', payloadOf(NEW), { ...PUT_DEFAULTS, condition: { type: 'if-match', etags: '*' }, sameContentWins: true }));
-    expect(e.current).toBeNull();
-  });
-
-  it('discards the body of a refused or skipped write (file-backed bodies)', async () => {
+  it('discards the body of a refused write, identical or not (file-backed bodies)', async () => {
     const big = bytes(200_000, 4);
     await store.putObject('bkt', 'k', payloadOf(big), PUT_DEFAULTS);
     const condition: CommitCondition = { type: 'if-none-match' };
     await failure(store.putObject('bkt', 'k', payloadOf(bytes(200_000, 5)), { ...PUT_DEFAULTS, condition }));
-    await store.putObject('bkt', 'k', payloadOf(big), { ...PUT_DEFAULTS, condition, sameContentWins: true });
+    await failure(store.putObject('bkt', 'k', payloadOf(big), { ...PUT_DEFAULTS, condition }));
     await store.flushDeletes();
     expect(blobFiles(temp.dir)).toHaveLength(1);
     expect(sameBytes(await readAll((await store.getObject('bkt', 'k'))!.open()), big)).toBe(true);
@@ -130,29 +114,31 @@ describe('DeleteObject', () => {
     }
   });
 
-  it('a retried conditional delete of a key already gone succeeds with sameContentWins', async () => {
+  it('a conditional delete of a key already gone fails, naming the absence it would have made', async () => {
     const condition: CommitCondition = { type: 'if-match', etags: [CURRENT_ETAG] };
-    await failure(store.deleteObject('bkt', 'k', { condition }));
-    expect(await store.deleteObject('bkt', 'k', { condition, sameContentWins: true })).toBeNull();
+    const e = await failure(store.deleteObject('bkt', 'k', { condition }));
+    expect(e.current).toBeNull();
+    expect(e.attemptedETag).toBeNull();
   });
 });
 
-describe('evaluateCommit (pure)', () => {
+describe('conditionHolds (pure)', () => {
   it.each(TABLE)('%s with the key %s → %s', (_label, state, expected, condition) => {
     const current = state === 'absent' ? null : CURRENT_ETAG;
-    expect(evaluateCommit(condition, current, sha256Hex(NEW), false)).toBe(expected);
-    expect(evaluateCommit(condition, current, sha256Hex(NEW), true)).toBe(expected);
-    if (expected === 'fail' && current !== null) expect(evaluateCommit(condition, current, current, true)).toBe('same-content');
+    expect(conditionHolds(condition, current)).toBe(expected === 'write');
   });
 });
 
 describe('concurrency', () => {
   it.each([
-    { label: 'inline bodies', size: 1000 },
-    { label: 'file bodies', size: 300_000 },
-  ])('16 concurrent puts conditioned on the same ETag: exactly one wins ($label)', async ({ size }) => {
+    { label: 'inline bodies', size: 1000, identical: false },
+    { label: 'file bodies', size: 300_000, identical: false },
+    { label: 'identical inline bodies', size: 1000, identical: true },
+    { label: 'identical file bodies', size: 300_000, identical: true },
+  ])('16 concurrent puts conditioned on the same ETag: exactly one wins ($label)', async ({ size, identical }) => {
     const base = await store.putObject('bkt', 'k', payloadOf('base'), PUT_DEFAULTS);
-    const bodies = Array.from({ length: 16 }, (_, i) => bytes(size, 100 + i));
+    // Identical bytes are the counter case: 16 agents read "10", all write "11".
+    const bodies = Array.from({ length: 16 }, (_, i) => bytes(size, identical ? 100 : 100 + i));
     const results = await Promise.allSettled(
       bodies.map((body, i) =>
         store.putObject('bkt', 'k', payloadOf(body, { chunkSize: 8192 }), {
@@ -177,10 +163,24 @@ describe('concurrency', () => {
     expect(sameBytes(await readAll((await store.getObject('bkt', 'k'))!.open()), bodies[index]!)).toBe(true);
   });
 
-  it('16 concurrent create-only puts: exactly one creates', async () => {
+  it.each([
+    ['distinct', (i: number) => `body ${i}`],
+    ['identical', () => 'the same body'],
+  ])('16 concurrent create-only puts of %s bytes: exactly one creates, every other one fails with the winner current', async (_label, body) => {
     const results = await Promise.allSettled(
-      Array.from({ length: 16 }, (_, i) => store.putObject('bkt', 'new', payloadOf(`body ${i}`), { ...PUT_DEFAULTS, condition: { type: 'if-none-match' } })),
+      Array.from({ length: 16 }, (_, i) => store.putObject('bkt', 'new', payloadOf(body(i)), { ...PUT_DEFAULTS, condition: { type: 'if-none-match' }, writer: `agent-${i}` })),
     );
-    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const won = results.filter((r): r is PromiseFulfilledResult<ObjectInfo> => r.status === 'fulfilled');
+    const lost = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(won).toHaveLength(1);
+    expect(lost).toHaveLength(15);
+    const winner = won[0]!.value;
+    for (const r of lost) {
+      expect(r.reason).toBeInstanceOf(ConditionFailed);
+      expect((r.reason as ConditionFailed).current).toEqual(winner);
+    }
+    expect(await store.headObject('bkt', 'new')).toEqual(winner);
+    const index = Number(winner.writer!.slice('agent-'.length));
+    expect((await readAll((await store.getObject('bkt', 'new'))!.open())).toString()).toBe(body(index));
   });
 });
