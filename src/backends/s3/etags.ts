@@ -109,11 +109,14 @@ export class ETagResolver {
     const id = `${bucket}\0${key}\0${upstreamETag}`;
     const known = this.known.get(id);
     if (known) return known;
-    const etag = await this.state.getIndexedETag(bucket, key, upstreamETag);
+    // The index is a cache of what can be computed again: a state store that
+    // cannot answer means "not indexed", so reads keep working through an outage.
+    const lookup = (id: string) => this.state.getIndexedETag(bucket, key, id).catch(() => undefined);
+    const etag = await lookup(upstreamETag);
     if (etag === undefined) return undefined;
     let resolved: Resolved = { etag };
     if (etag.includes('-')) {
-      const sizes = await this.state.getIndexedETag(bucket, key, `${upstreamETag}#parts`);
+      const sizes = await lookup(`${upstreamETag}#parts`);
       if (sizes !== undefined) resolved = { etag, partSizes: JSON.parse(sizes) as number[] };
     }
     this.known.set(id, resolved);
@@ -170,7 +173,7 @@ export class ETagResolver {
     if (!m) {
       const { sha256 } = await this.hash(await this.client.send({ method: 'GET', bucket, key, headers: pin }), bucket, key, upstreamETag);
       const etag = sha256.toString('hex');
-      await this.remember(bucket, key, upstreamETag, etag);
+      await this.remember(bucket, key, upstreamETag, etag).catch(() => {});
       return { etag };
     }
     const count = Number(m[1]);
@@ -187,7 +190,7 @@ export class ETagResolver {
         // never stale, but not the composite form.
         if (part.size !== size) throw new VersionChanged();
         const etag = part.sha256.toString('hex');
-        await this.remember(bucket, key, upstreamETag, etag);
+        await this.remember(bucket, key, upstreamETag, etag).catch(() => {});
         return { etag };
       }
       digests.push(part.sha256);
@@ -195,7 +198,7 @@ export class ETagResolver {
     }
     if (sizes.reduce((a, b) => a + b, 0) !== size && size !== 0) throw new VersionChanged();
     const etag = multipartETag(digests);
-    await this.remember(bucket, key, upstreamETag, etag, sizes);
+    await this.remember(bucket, key, upstreamETag, etag, sizes).catch(() => {});
     return { etag, partSizes: sizes };
   }
 

@@ -121,7 +121,9 @@ export class Multipart {
       }
       const upstreamETag = unquote(/<ETag>([^<]*)<\/ETag>/.exec(text)?.[1]?.replace(/&quot;/g, '"') ?? '');
       if (etag !== null && upstreamETag !== '') {
-        await this.etags.remember(bucket, key, upstreamETag, etag, sizes);
+        // Completed upstream: an index the state store cannot take now is
+        // re-derived on the next read; the answer must say it completed.
+        await this.etags.remember(bucket, key, upstreamETag, etag, sizes).catch(() => {});
         return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes } satisfies ObjectInfo;
       }
       // No ETag in the answer (RGW 16), or a part uploaded around casket: read it back (index, else computed).
