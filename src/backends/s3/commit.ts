@@ -13,14 +13,15 @@
  * fresh version.
  *
  * Which conditions the upstream enforces is probed at start-up
- * (capabilities.ts). For the rest, casket serializes writes per key in this
- * process (key-lock.ts) and checks, then writes — atomic for everything that
- * goes through this casket process. With several replicas (`replicas: true`)
- * that cannot be atomic, so such writes are refused with 501 NotImplemented
- * naming the missing upstream feature: never a silent check-then-write.
- * Every write to a key (conditional or not) runs under that key's lock in
- * this process, so an unconditional write can never slip between another
- * write's check and its commit here.
+ * (capabilities.ts). For the rest, casket checks, then writes, holding the
+ * key's lock exclusively in this process (key-lock.ts) — atomic for
+ * everything that goes through this casket process. With several replicas
+ * (`replicas: true`) that cannot be atomic, so such writes are refused with
+ * 501 NotImplemented naming the missing upstream feature: never a silent
+ * check-then-write. Every other write to the key (unconditional, or under a
+ * condition the upstream enforces) holds the lock shared, so it can never
+ * slip between an exclusive write's check and its commit here, yet never
+ * waits on another shared writer's body (key-lock.ts says why that matters).
  */
 import { conditionHolds } from '../commit-condition.js';
 import { S3Error } from '../../vocabulary/errors.js';
@@ -77,7 +78,7 @@ export class Committer {
     const failed = (current: UpstreamObject | null) => new ConditionFailed(current?.info ?? null, isDelete ? null : (newETag ?? undefined));
     const holds = (current: UpstreamObject | null): boolean => conditionHolds(condition, current?.info.etag ?? null);
 
-    return this.lock.run(`${bucket}\0${key}`, async () => {
+    return this.lock.run(`${bucket}\0${key}`, byUpstream ? 'shared' : 'exclusive', async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
         // Unconditional writes and upstream-enforced If-None-Match need no look
         // first; nor does an upstream-enforced If-Match naming the version last
@@ -109,6 +110,16 @@ export class Committer {
       if (holds(now)) throw new S3Error('SlowDown', `The upstream kept refusing or failing this conditional ${kind}; please retry.`);
       throw failed(now);
     });
+  }
+
+  /**
+   * Whether a commit of this write checks its condition itself and so holds
+   * the key's lock exclusively: its body must then be received before the
+   * commit starts (objects.ts), so the lock never waits on a client.
+   */
+  async checksItself(kind: WriteKind, condition: CommitCondition): Promise<boolean> {
+    if (condition.type === 'none') return false;
+    return !this.enforced(await this.capabilities().catch(() => NOTHING_ENFORCED), kind, condition);
   }
 
   /** Whether the upstream enforces this condition on this operation itself. */

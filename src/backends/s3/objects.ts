@@ -11,7 +11,10 @@
  *   (spool.ts: ≤ 64 KiB in memory, else a file) until the payload ended clean
  *   and verified. Either way a client that disconnects or fails a check
  *   leaves nothing upstream.
- * - Writes commit through commit.ts, atomically under their condition.
+ * - Writes commit through commit.ts, atomically under their condition. A
+ *   write whose condition casket checks itself (the upstream does not
+ *   enforce it) is received first, then committed, so the key's lock is
+ *   never held across a client's upload.
  *
  * Known gap: a streamed PutObject body can be sent once: when the upstream
  * refuses it and a fresh look says the write should be retried (the same
@@ -93,7 +96,10 @@ export class Objects {
     validateKey(key);
     const declared = options.declaredSha256?.toLowerCase();
     const length = options.contentLength;
-    if (declared !== undefined && /^[0-9a-f]{64}$/.test(declared) && length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT) {
+    // A write casket must check itself holds the key's lock exclusively
+    // (commit.ts): its body is received first, never streamed under the lock.
+    const streamable = declared !== undefined && /^[0-9a-f]{64}$/.test(declared) && length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT;
+    if (streamable && !(await this.committer.checksItself('PutObject', options.condition))) {
       // The SHA-256 and length are known before the body: stream it straight
       // through (client.ts HoldBack), once — a write refused upstream cannot be resent.
       let sent = false;
@@ -138,7 +144,10 @@ export class Objects {
         ...(options.writer !== undefined && { writer: options.writer }),
       };
       if (upstreamETag !== '') {
-        await this.etags.remember(bucket, key, upstreamETag, etag);
+        // Committed upstream: a state store that fails now costs the index
+        // entry (re-derived from the object's SHA-256 metadata on its next
+        // read), never the answer — a 503 here would say "nothing written".
+        await this.etags.remember(bucket, key, upstreamETag, etag).catch(() => {});
         this.versions.seen(bucket, key, { info, upstreamETag });
       } else this.versions.unseen(bucket, key);
       return info;
