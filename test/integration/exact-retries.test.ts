@@ -6,7 +6,11 @@
  * real SDKs send after a lost answer: a proxy that cuts the connection once
  * casket has committed stands in for the network.
  */
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import { createHash, randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { introspect } from '../helpers/agents.js';
@@ -170,6 +174,28 @@ describe('exact retries: the same key and invocation id as the write that made t
       ['PutObject', 'alice'],
       ['PutObject', 'person'],
     ]);
+  });
+});
+
+describe('CompleteMultipartUpload after a lost answer', () => {
+  it('the SDK\'s retry of the completion answers as the first did (200, the same ETag), and a third repeat too', async () => {
+    const through = client(proxy.url, casket.admin, 3);
+    const parts = [randomBytes(5 << 20), randomBytes(1024)];
+    const { UploadId } = await through.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: 'lost-complete' }));
+    const etags: string[] = [];
+    for (const [i, part] of parts.entries()) etags.push((await through.send(new UploadPartCommand({ Bucket: bucket, Key: 'lost-complete', UploadId, PartNumber: i + 1, Body: part }))).ETag!);
+    const complete = new CompleteMultipartUploadCommand({ Bucket: bucket, Key: 'lost-complete', UploadId, MultipartUpload: { Parts: etags.map((ETag, i) => ({ ETag, PartNumber: i + 1 })) } });
+    proxy.loseNext();
+    const done = await through.send(complete);
+    expect(done.$metadata.attempts).toBe(2);
+    // DESIGN §2: SHA-256 of the concatenated part digests, -N.
+    const composite = createHash('sha256').update(Buffer.concat(parts.map((p) => createHash('sha256').update(p).digest()))).digest('hex');
+    expect(done.ETag).toBe(`"${composite}-2"`);
+    const again = await client(casket.url, casket.admin).send(complete);
+    expect(again.ETag).toBe(done.ETag);
+    const got = await client(casket.url, casket.admin).send(new GetObjectCommand({ Bucket: bucket, Key: 'lost-complete' }));
+    expect(got.ETag).toBe(done.ETag);
+    expect((await bytes(got.Body)).equals(Buffer.concat(parts))).toBe(true);
   });
 });
 
