@@ -1,7 +1,8 @@
 /**
  * Upstream S3 endpoints for tests of the `s3` backend:
- * - moto (`python3 -m moto.server`), started on a free port, one per call,
- *   stopped by its PID;
+ * - moto (`python3 -m moto.server` through moto_server.py, which makes its
+ *   conditional writes atomic as AWS's are), started on a free port, one per
+ *   call, stopped by its PID;
  * - a Ceph RGW already running (../shared/upstreams/ceph-rgw-up.sh), at
  *   CASKET_TEST_RGW_URL (default http://127.0.0.1:18080), access/secret
  *   test/test. When the cluster's ceph.conf is at hand (CASKET_TEST_RGW_CONF,
@@ -18,6 +19,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { connect, createServer, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 
@@ -61,12 +63,13 @@ process.once('exit', () => {
   for (const proc of started) if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGKILL');
 });
 
+const MOTO_SERVER = resolve(import.meta.dirname, 'moto_server.py');
+
 export async function startMoto(): Promise<Upstream> {
   for (let tries = 0; ; tries++) {
     const port = await freePort();
-    // PR_SET_PDEATHSIG (prctl option 1): moto gets SIGTERM if this test worker dies without cleaning up.
-    const launcher = `import ctypes, os, signal, sys; ctypes.CDLL(None).prctl(1, signal.SIGTERM); os.execvp(sys.executable, [sys.executable, '-m', 'moto.server', '-H', '127.0.0.1', '-p', '${port}'])`;
-    const proc = spawn('python3', ['-c', launcher], { stdio: ['ignore', 'ignore', 'pipe'] });
+    // moto with atomic conditional writes, ended with this worker (moto_server.py says why).
+    const proc = spawn('python3', [MOTO_SERVER, '127.0.0.1', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
     started.add(proc);
     let stderr = '';
     proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));

@@ -1,0 +1,47 @@
+"""
+moto's S3 server as the tests run it: `python3 -m moto.server`, plus the one
+property of AWS S3 that casket relies on and moto 5.2 lacks — a conditional
+write is atomic.
+
+moto checks If-Match / If-None-Match and then writes, in werkzeug's request
+threads, with nothing held in between (moto/s3/responses.py put_object,
+delete_object): two PUTs conditioned on the same ETag can both pass the check
+and both answer 200 (seen here: 16 concurrent If-Match PUTs through two
+caskets, on a loaded machine, two 200s in one of twenty rounds). AWS S3 "performs conditional writes
+atomically" (https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html),
+and so does Ceph RGW. So the writes that check a condition run under one lock
+here, after their body has been read (moto reads it before dispatch), so a
+slow body never holds the lock.
+
+Also: the parent's death ends this server (PR_SET_PDEATHSIG), so a test
+worker that dies leaves no moto behind.
+
+usage: python3 moto_server.py HOST PORT
+"""
+import ctypes
+import signal
+import sys
+import threading
+
+ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+from moto.s3.responses import S3Response  # noqa: E402
+from moto.server import main  # noqa: E402
+
+_commit = threading.Lock()
+
+
+def _atomic(method):
+    def locked(self, *args, **kwargs):
+        with _commit:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+# PutObject, CopyObject, DeleteObject, DeleteObjects, and POSTs on a key
+# (CompleteMultipartUpload): each checks its condition, then writes.
+for name in ("put_object", "copy_object", "delete_object", "_bucket_response_delete_keys", "_key_response_post"):
+    setattr(S3Response, name, _atomic(getattr(S3Response, name)))
+
+main(["-H", sys.argv[1], "-p", sys.argv[2]])
