@@ -1,0 +1,58 @@
+/**
+ * A state store that cannot answer (src/state/unavailable.ts): every call
+ * fails as 503 ServiceUnavailable with Retry-After, never as an InternalError,
+ * and the guard refuses an agent's write with it before anything reaches a
+ * backend. Redis stopped under a running casket is driven end to end in
+ * test/integration/state-outage.test.ts; here, a SQLite store that fails
+ * (its database gone from under it) and a Redis that is not there.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Guard } from '../../src/guard/guard.js';
+import { SqliteStateStore } from '../../src/state/sqlite.js';
+import { failingAsUnavailable } from '../../src/state/unavailable.js';
+import { S3Error } from '../../src/vocabulary/errors.js';
+
+function failedSqlite() {
+  const inner = new SqliteStateStore(join(mkdtempSync(join(tmpdir(), 'casket-state-')), 'state.db'));
+  const store = failingAsUnavailable(inner);
+  return { store, fail: () => inner.close() };
+}
+
+describe('a SQLite state store that fails', () => {
+  it('answers every call with ServiceUnavailable and Retry-After', async () => {
+    const { store, fail } = failedSqlite();
+    await store.recordWrite('alice', 'b', 'k', 'v1', 1);
+    await fail();
+    for (const call of [() => store.getStamp('alice', 'b', 'k'), () => store.lastWrite('b', 'k'), () => store.recordRead('alice', 'b', 'k', { etag: 'v1', size: 1, start: 0, end: 1 })]) {
+      const error = await call().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(S3Error);
+      expect(error).toMatchObject({ code: 'ServiceUnavailable', status: 503, headers: { 'retry-after': '1' } });
+    }
+  });
+
+  it("refuses an agent's write in the guard, before the current version is read or anything committed", async () => {
+    const { store, fail } = failedSqlite();
+    const guard = new Guard(store, { mode: 'enforce', agentWrites: 'require' });
+    await store.recordWrite('alice', 'b', 'k', 'v1', 1);
+    await fail();
+    let reads = 0;
+    const write = guard.checkWrite({
+      bucket: 'b',
+      key: 'k',
+      agent: 'alice',
+      conditions: { ifMatch: ['v1'] },
+      current: async () => {
+        reads++;
+        return null;
+      },
+    });
+    await expect(write).rejects.toMatchObject({ code: 'ServiceUnavailable' });
+    expect(reads).toBe(0);
+  });
+});
