@@ -5,17 +5,22 @@
  *       whether whole, and whether someone else has written since (stale);
  *   GET /_casket/writes?bucket=&key=&agent=&limit= — the write log, newest
  *       first: who replaced which version with which, when.
- * JSON, because the consumers are programs, not S3 clients.
+ * JSON, because the consumers are programs, not S3 clients. ETags are
+ * quoted as S3 shows them everywhere else, so one can go straight into an
+ * If-Match.
  */
 import type { CredentialLookup } from './auth/credentials.js';
 import { verifySigV4, type SignedRequest } from './auth/sigv4.js';
 import { S3Error } from './vocabulary/errors.js';
+import { formatETag } from './vocabulary/etag.js';
 import type { Services } from './s3/context.js';
 
 export interface AdminResponse {
   status: number;
   body: unknown;
 }
+
+const quoted = (etag: string) => formatETag(etag, false);
 
 function authorize(req: SignedRequest, lookup: CredentialLookup): void {
   const auth = verifySigV4(req, lookup);
@@ -32,10 +37,10 @@ export async function agentStamps(req: SignedRequest, lookup: CredentialLookup, 
       return {
         bucket,
         key,
-        etag: stamp.etag,
+        etag: quoted(stamp.etag),
         full: stamp.full,
         readAt: new Date(stamp.at).toISOString(),
-        currentETag: current?.etag ?? null,
+        currentETag: current ? quoted(current.etag) : null,
         currentWriter: current?.writer ?? null,
         // Someone else has written (or deleted) since this agent's read.
         stale: current?.etag !== stamp.etag,
@@ -54,5 +59,11 @@ export async function writeLog(req: SignedRequest, lookup: CredentialLookup, ser
     ...(query.get('key') !== null && { key: query.get('key')! }),
     ...(query.get('agent') !== null && { agent: query.get('agent')! }),
   });
-  return { status: 200, body: { writes: entries.map((e) => ({ ...e, at: e.at.toISOString() })) } };
+  const writes = entries.map(({ previousETag, newETag, ...e }) => ({
+    ...e,
+    at: e.at.toISOString(),
+    ...(previousETag !== undefined && { previousETag: quoted(previousETag) }),
+    ...(newETag !== undefined && { newETag: quoted(newETag) }),
+  }));
+  return { status: 200, body: { writes } };
 }

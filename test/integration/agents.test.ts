@@ -103,7 +103,7 @@ describe('read stamps', () => {
     await abortedGet(casket.url, casket.agents.alice!, `/${bucket}/aborted`, 1024 * 1024);
     await eventually(async () => {
       const s = await introspect(casket.url, casket.admin, '/_casket/agents/alice/stamps');
-      return s.body.stamps.some((x: { key: string; etag: string }) => x.key === 'aborted' && `"${x.etag}"` === v);
+      return s.body.stamps.some((x: { key: string; etag: string }) => x.key === 'aborted' && x.etag === v);
     }, 'the aborted read to be recorded');
     const r = await refusal(alice.send(new PutObjectCommand({ Bucket: bucket, Key: 'aborted', Body: 'x', IfMatch: v })));
     expect(r).toMatchObject({ status: 412, reason: 'partial-read' });
@@ -176,7 +176,7 @@ describe('introspection', () => {
     const s = await introspect(casket.url, casket.admin, '/_casket/agents/bob/stamps');
     expect(s.status).toBe(200);
     const stamp = s.body.stamps.find((x: { key: string }) => x.key === 'watched');
-    expect(stamp).toMatchObject({ bucket, etag: v1.slice(1, -1), full: true, stale: true, currentETag: quoted('v2').slice(1, -1) });
+    expect(stamp).toMatchObject({ bucket, etag: v1, full: true, stale: true, currentETag: quoted('v2') });
     expect(s.body.stale).toContainEqual({ bucket, key: 'watched' });
     // The write log of a key of its own: a person, then alice, then bob, each agent after a full read.
     const p1 = (await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'logged', Body: 'person' }))).ETag!;
@@ -186,7 +186,7 @@ describe('introspection', () => {
     await bob.send(new PutObjectCommand({ Bucket: bucket, Key: 'logged', Body: 'bob', IfMatch: a1 }));
     const log = await introspect(casket.url, casket.admin, `/_casket/writes?bucket=${bucket}&key=logged`);
     expect(log.body.writes.map((w: { agent?: string }) => w.agent ?? 'person')).toEqual(['bob', 'alice', 'person']);
-    expect(log.body.writes[0]).toMatchObject({ operation: 'PutObject', newETag: quoted('bob').slice(1, -1), previousETag: a1.slice(1, -1) });
+    expect(log.body.writes[0]).toMatchObject({ operation: 'PutObject', newETag: quoted('bob'), previousETag: a1 });
     const denied = await introspect(casket.url, casket.agents.bob!, '/_casket/agents/bob/stamps');
     expect(denied.status).toBe(403);
   });
