@@ -6,7 +6,7 @@
  * of each round gets the tool's normal precondition failure.
  */
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,14 +23,18 @@ let casket: RunningCasket;
 let admin: S3Client;
 let dir: string;
 
-function s3cmd(cred: Cred, args: string[]) {
+function s3cmdConfig(cred: Cred): string {
   const cfg = join(dir, `s3cmd-${cred.accessKeyId}.cfg`);
   const host = new URL(casket.url).host;
   writeFileSync(cfg, `[default]\naccess_key = ${cred.accessKeyId}\nsecret_key = ${cred.secretAccessKey}\nhost_base = ${host}\nhost_bucket = ${host}\nuse_https = False\nsignature_v2 = False\n`);
-  return spawnSync('s3cmd', ['-c', cfg, '--no-progress', ...args], { encoding: 'utf8', timeout: 60_000 });
+  return cfg;
 }
 
-function rclone(cred: Cred, args: string[], input?: string) {
+function s3cmd(cred: Cred, args: string[]) {
+  return spawnSync('s3cmd', ['-c', s3cmdConfig(cred), '--no-progress', ...args], { encoding: 'utf8', timeout: 60_000 });
+}
+
+function rcloneEnv(cred: Cred): NodeJS.ProcessEnv {
   const env: Record<string, string | undefined> = {
     ...process.env,
     RCLONE_CONFIG_CK_TYPE: 's3',
@@ -42,7 +46,33 @@ function rclone(cred: Cred, args: string[], input?: string) {
     RCLONE_CONFIG: join(dir, 'rclone.conf'),
   };
   delete env.AWS_CA_BUNDLE; // rclone 1.60 fails to start with it set (CLIENTS.md)
+  return env;
+}
+
+function rclone(cred: Cred, args: string[], input?: string) {
+  const env = rcloneEnv(cred);
   return spawnSync('rclone', ['--retries', '1', '--low-level-retries', '1', ...args], { encoding: 'utf8', env, input, timeout: 60_000 });
+}
+
+function runAsync(command: string, args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('close', (status) => resolve({ status, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+/** s3cmd and rclone as above, without blocking the test's event loop (two tools at once). */
+function s3cmdAsync(cred: Cred, args: string[], input?: string) {
+  return runAsync('s3cmd', ['-c', s3cmdConfig(cred), '--no-progress', ...args], process.env, input);
+}
+
+function rcloneAsync(cred: Cred, args: string[], input?: string) {
+  return runAsync('rclone', ['--retries', '1', '--low-level-retries', '1', ...args], rcloneEnv(cred), input);
 }
 
 /** One agent's read with its tool. */
@@ -53,12 +83,13 @@ function readWith(tool: 's3cmd' | 'rclone', cred: Cred): number {
 }
 
 /**
- * One agent's write with its tool: exit status. The content names the writer:
- * two agents writing byte-identical content would be an idempotent retry,
- * which casket lets through by design (DESIGN §3).
+ * One agent's write with its tool: exit status. The content is the counter
+ * alone, so two agents that read the same value write byte-identical bytes:
+ * the second must still be refused (DESIGN §3, a failed condition is a 412
+ * whatever the bytes).
  */
 function writeWith(tool: 's3cmd' | 'rclone', cred: Cred, value: number): number {
-  const content = `${value} by ${tool}`;
+  const content = String(value);
   if (tool === 's3cmd') {
     const file = join(dir, 'value.txt');
     writeFileSync(file, content);
@@ -107,6 +138,26 @@ describe.runIf(haveTools)('read-stamp policy with unmodified tools', () => {
     }
     const final = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
     expect(Number((await bytes(final.Body)).toString().split(' ')[0])).toBe(successes);
+  });
+
+  it('two free-running read-modify-write loops, s3cmd and rclone, 20 rounds each: the counter equals the writes that succeeded', { timeout: 300_000 }, async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'race', Body: '0' }));
+    const loop = async (tool: 's3cmd' | 'rclone', cred: Cred) => {
+      let won = 0;
+      for (let round = 0; round < 20; round++) {
+        const got = tool === 's3cmd' ? await s3cmdAsync(cred, ['get', `s3://${bucket}/race`, '-']) : await rcloneAsync(cred, ['cat', `ck:${bucket}/race`]);
+        expect(got.status, `${tool} read: ${got.stderr}`).toBe(0);
+        const next = String(Number(got.stdout.trim()) + 1);
+        const put = tool === 's3cmd' ? await s3cmdAsync(cred, ['put', '-', `s3://${bucket}/race`], next) : await rcloneAsync(cred, ['rcat', `ck:${bucket}/race`], next);
+        // A lost race is the tool's own precondition error (CLIENTS.md), nothing else.
+        expect([0, tool === 's3cmd' ? 14 : 1], `${tool} write: ${put.stderr}`).toContain(put.status);
+        if (put.status === 0) won++;
+      }
+      return won;
+    };
+    const wins = await Promise.all([loop('s3cmd', casket.agents['s3cmd-agent']!), loop('rclone', casket.agents['rclone-agent']!)]);
+    const final = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: 'race' }));
+    expect(Number((await bytes(final.Body)).toString())).toBe(wins[0]! + wins[1]!);
   });
 
   it('an agent that never read an existing key cannot overwrite it', async () => {
