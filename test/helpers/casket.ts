@@ -30,6 +30,8 @@ export interface CasketOptions {
   dataDir?: string;
   /** Run in front of this upstream (not stopped with casket). Default: per CASKET_TEST_UPSTREAM, or none. */
   upstream?: Upstream;
+  /** Use this casket's admin and agent keys (replicas share one credentials set). */
+  credentialsOf?: Pick<RunningCasket, 'admin' | 'agents'>;
 }
 
 export interface RunningCasket {
@@ -57,9 +59,9 @@ function cred(prefix: string): Cred {
 
 export async function startCasket(options: CasketOptions = {}): Promise<RunningCasket> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'casket-test-'));
-  const admin = cred('ADMIN');
-  const agents: Record<string, Cred> = {};
-  for (const name of options.agents ?? []) agents[name] = cred(`AGENT${name.toUpperCase().replace(/[^A-Z0-9]/g, '')}`);
+  const admin = options.credentialsOf?.admin ?? cred('ADMIN');
+  const agents: Record<string, Cred> = { ...options.credentialsOf?.agents };
+  for (const name of options.agents ?? []) agents[name] ??= cred(`AGENT${name.toUpperCase().replace(/[^A-Z0-9]/g, '')}`);
   const credentialsFile = join(dataDir, 'test-credentials.json');
   writeFileSync(
     credentialsFile,
