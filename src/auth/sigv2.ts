@@ -25,7 +25,8 @@
  *   payload code). Signed streaming (aws-chunked) modes need SigV4.
  * - Clients disagree on which sub-resources V2 signs (botocore signs
  *   `tagging` and the response-* overrides, s3cmd and the AWS page do not):
- *   both lists are tried, and the path both as received and normalised.
+ *   both lists are tried, and the path both as received and normalised (and
+ *   "/bucket/" for a path-style "/bucket").
  * - Presigned URLs: x-amz-* query parameters (botocore hoists signed x-amz-*
  *   headers into the query) and content-type / content-md5 parameters are
  *   signed as if they were headers; they are not applied as headers.
@@ -203,6 +204,9 @@ function canonicalResources(req: SignedRequest, query: QueryParam[], domain: str
   const paths = [rawPath];
   const normalised = canonicalUri(req.rawPath);
   if (normalised !== rawPath) paths.push(normalised);
+  // A bucket's own resource is "/bucket/" (the AWS page); botocore signs that
+  // for path-style bucket requests while it sends "/bucket".
+  if (bucketPrefix === '' && /^\/[^/]+$/.test(rawPath)) paths.push(`${rawPath}/`);
   const out: string[] = [];
   for (const subresources of SUBRESOURCE_SETS) {
     const signed = query

@@ -178,6 +178,11 @@ describe('verifySigV2: refusals and leniencies', () => {
     expect(verifySigV2(narrow, lookup, { now: NOW })).toBeTruthy();
   });
 
+  it('a path-style bucket request may sign "/bucket/" (botocore) or "/bucket"', () => {
+    expect(verifySigV2(headerRequest(`GET\n\n\n${date}\n/b/`, {}, '/b'), lookup, { now: NOW })).toBeTruthy();
+    expect(verifySigV2(headerRequest(`GET\n\n\n${date}\n/b`, {}, '/b'), lookup, { now: NOW })).toBeTruthy();
+  });
+
   it('virtual-hosted style signs the bucket before the path', () => {
     const req = { ...headerRequest(`GET\n\n\n${date}\n/b/k`, {}, '/k'), headers: { ...headerRequest(`GET\n\n\n${date}\n/b/k`).headers, host: 'b.s3.local:9000' } };
     expect(verifySigV2(req, lookup, { domain: 's3.local', now: NOW })).toBeTruthy();
