@@ -71,11 +71,15 @@ export interface SigV2Options {
 /** Whether a request is signed with Signature Version 2 (header or query form). */
 export function isSigV2(req: SignedRequest): boolean {
   const authorization = req.headers['authorization'];
+  const v2Header = authorization !== undefined && /^AWS\s/.test(authorization.trim());
+  // The common cases decided without parsing the query (this runs on every request).
+  if (authorization !== undefined && !v2Header) return false;
+  if (!/(?:^|&)(?:Signature|AWSAccessKeyId)(?:=|&|$)/.test(req.rawQuery)) return v2Header && !/(?:^|&)x-amz-(?:signature|algorithm)=/i.test(req.rawQuery);
   const names = queryParams(req.rawQuery).map((p) => p.name);
   const v4Query = names.some((n) => /^x-amz-(signature|algorithm)$/i.test(n));
   const v2Query = names.includes('Signature') || names.includes('AWSAccessKeyId');
   // Two mechanisms at once is SigV4's InvalidArgument to report.
-  if (authorization !== undefined) return /^AWS\s/.test(authorization.trim()) && !v4Query && !v2Query;
+  if (authorization !== undefined) return v2Header && !v4Query && !v2Query;
   return v2Query && !v4Query;
 }
 
@@ -140,7 +144,8 @@ export function verifySigV2(req: SignedRequest, lookup: CredentialLookup, option
   const provided = Buffer.from(signature, 'base64');
   const secret = Buffer.from(credential.secretAccessKey, 'utf8');
   let first: string | undefined;
-  for (const stringToSign of heads.flatMap((h) => canonicalResources(req, query, options.domain).map((resource) => h + resource))) {
+  const resources = canonicalResources(req, query, options.domain);
+  for (const stringToSign of heads.flatMap((h) => resources.map((resource) => h + resource))) {
     first ??= stringToSign;
     const expected = createHmac('sha1', secret).update(bytesOf(stringToSign)).digest();
     if (expected.length === provided.length && timingSafeEqual(expected, provided)) {

@@ -212,6 +212,8 @@ describe('verifySigV2: refusals and leniencies', () => {
     expect(isSigV2({ method: 'GET', rawPath: '/', rawQuery: '', headers: { authorization: 'AWS4-HMAC-SHA256 Credential=a' } })).toBe(false);
     expect(isSigV2({ method: 'GET', rawPath: '/', rawQuery: 'AWSAccessKeyId=a&Signature=b&Expires=1', headers: {} })).toBe(true);
     expect(isSigV2({ method: 'GET', rawPath: '/', rawQuery: 'X-Amz-Signature=a', headers: {} })).toBe(false);
+    expect(isSigV2({ method: 'GET', rawPath: '/', rawQuery: 'X-Amz-Signature=a', headers: { authorization: 'AWS a:b' } })).toBe(false);
+    expect(isSigV2({ method: 'GET', rawPath: '/', rawQuery: 'list-type=2&prefix=Signature', headers: {} })).toBe(false);
     expect(verifySignature({ method: 'GET', rawPath: '/', rawQuery: '', headers: {} }, lookup)).toBeNull();
     expectS3Error(() => verifySignature({ method: 'GET', rawPath: '/', rawQuery: 'AWSAccessKeyId=a&Signature=b&Expires=1', headers: { authorization: 'AWS a:b' } }, lookup), 'InvalidArgument');
   });
