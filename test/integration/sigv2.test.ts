@@ -5,11 +5,12 @@
  * and PUT; a tampered signature → 403 SignatureDoesNotMatch; an expired URL
  * → 403 AccessDenied; an agent-bound key signing V2 is that agent; boto3 with
  * `signature_version="s3"` (V2 header auth) for a whole object round trip.
- * s3cmd `signature_v2 = True` runs in test/clients/s3cmd.test.ts.
+ * Virtual-hosted style (`<bucket>.<domain>`) signs the bucket into the
+ * resource. s3cmd `signature_v2 = True` runs in test/clients/s3cmd.test.ts.
  */
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { execFileSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
@@ -20,6 +21,8 @@ import { etagOf } from '../helpers/suite.js';
 
 const available = need('boto3 (python3)', hasPythonModule('boto3'));
 const bucket = 'sigv2';
+/** casket's virtual-host domain here: `<bucket>.sigv2.test` (sent as Host; the socket goes to 127.0.0.1). */
+const DOMAIN = 'sigv2.test';
 
 /**
  * boto3 as a user writes it: `boto3.client("s3", endpoint_url=…,
@@ -161,6 +164,37 @@ describe.runIf(available)('Signature Version 2', () => {
     const ua = { 'user-agent': 'python-requests/2.32' };
     const written = await send(casket.url, 'HEAD', `/${bucket}/header/agent.txt`, { host, ...ua, ...(await adminAuth(casket, 'HEAD', `/${bucket}/header/agent.txt`)) });
     expect([written.headers.etag, written.headers['x-casket-writer']]).toEqual([etagOf('by alice'), 'alice']);
+  });
+});
+
+describe.runIf(available)('Signature Version 2, virtual-hosted style', () => {
+  let casket: RunningCasket;
+  beforeAll(async () => {
+    casket = await startCasket({ args: ['--domain', DOMAIN] });
+    const admin = sdk(casket.url, casket.admin);
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'vhost/a b.txt', Body: 'virtual' }));
+    admin.destroy();
+  });
+  afterAll(async () => casket?.stop());
+
+  /** HMAC-SHA1 V2 signature, computed here as the AWS page describes (bucket first in the resource). */
+  const v2 = (stringToSign: string) => createHmac('sha1', casket.admin.secretAccessKey).update(stringToSign, 'utf8').digest('base64');
+
+  it('header auth and a presigned URL sign "/<bucket>/<key>" while the path is "/<key>"', async () => {
+    const host = `${bucket}.${DOMAIN}:${casket.port}`;
+    const date = new Date().toUTCString();
+    const header = await send(casket.url, 'GET', '/vhost/a%20b.txt', { host, date, 'user-agent': 'v2-test', authorization: `AWS ${casket.admin.accessKeyId}:${v2(`GET\n\n\n${date}\n/${bucket}/vhost/a%20b.txt`)}` });
+    expect([header.status, header.body], header.body).toEqual([200, 'virtual']);
+
+    const expires = Math.floor(Date.now() / 1000) + 60;
+    const query = `AWSAccessKeyId=${casket.admin.accessKeyId}&Expires=${expires}&Signature=${encodeURIComponent(v2(`GET\n\n\n${expires}\n/${bucket}/vhost/a%20b.txt`))}`;
+    const presigned = await send(casket.url, 'GET', `/vhost/a%20b.txt?${query}`, { host, 'user-agent': 'v2-test' });
+    expect([presigned.status, presigned.body], presigned.body).toEqual([200, 'virtual']);
+
+    // Signed without the bucket (as if path style): not this request's signature.
+    const wrong = await send(casket.url, 'GET', '/vhost/a%20b.txt', { host, date, 'user-agent': 'v2-test', authorization: `AWS ${casket.admin.accessKeyId}:${v2(`GET\n\n\n${date}\n/vhost/a%20b.txt`)}` });
+    expect([wrong.status, errorCode(wrong.body)]).toEqual([403, 'SignatureDoesNotMatch']);
   });
 });
 
