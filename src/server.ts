@@ -7,7 +7,8 @@
  * `Expect: 100-continue` (boto3 and awscli send it on every PUT): Node answers
  * it automatically unless a 'checkContinue' listener exists, so casket
  * registers one and sends 100 only when a handler asks for the body — after
- * auth and preconditions passed (DESIGN §1).
+ * auth and preconditions passed (DESIGN §1). Any other Expect value is
+ * ignored, as S3 does (Node would answer 417 Expectation Failed).
  */
 import { createAdaptorServer } from '@hono/node-server';
 import { RESPONSE_ALREADY_SENT } from '@hono/node-server/utils/response';
@@ -247,6 +248,9 @@ export async function startCasket(config: Config, credentials: Credential[], log
   // idle; its body then fails IncompleteBody and nothing is committed.
   server.setTimeout(120_000);
   server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
+  // Node answers any other Expect value with 417 unless 'checkExpectation'
+  // has a listener; S3 ignores expectations it does not know, and so does casket.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => server.emit('request', req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.port, config.host, () => resolve());

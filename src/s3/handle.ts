@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Credential, CredentialLookup } from '../auth/credentials.js';
-import { verifySigV4 } from '../auth/sigv4.js';
+import { verifySignature } from '../auth/verify.js';
 import { resolveAgent } from '../guard/identity.js';
 import { Refusal } from '../guard/refusal.js';
 import type { EtagSuffixPolicy } from '../config.js';
@@ -86,7 +86,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   let etagSuffix = options.etagSuffix === 'always';
   try {
     if (options.etagSuffix === 'auto') etagSuffix = wantsSuffixedETag(req.headers['user-agent']);
-    const auth = verifySigV4({ method: req.method, rawPath, rawQuery, headers: req.headers }, options.lookup);
+    const auth = verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, options.lookup, options.domain !== undefined ? { domain: options.domain } : {});
     const target = resolveTarget(rawPath, req.headers.host, options.domain);
     outcome.bucket = target.bucket;
     outcome.key = target.key;

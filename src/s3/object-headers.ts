@@ -2,7 +2,11 @@
  * Object representation headers in and out: the standard ones S3 stores with
  * an object (Content-Type, Content-Encoding, Content-Disposition,
  * Content-Language, Cache-Control, Expires), user metadata (x-amz-meta-*,
- * at most 2 KB as in S3), and the response-* query overrides of GetObject
+ * at most 2 KB as in S3), and the response-* query overrides of GetObject.
+ * Values are kept as the bytes received (Node hands header values over as
+ * latin1, one char per byte, and writes them back the same way), so a UTF-8
+ * value comes back byte-exact; clients that read headers as latin1 (Node,
+ * Python's http.client) decode it themselves
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
  */
 import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
@@ -40,7 +44,8 @@ export function metadataFrom(headers: Record<string, string>): Record<string, st
     if (!name.startsWith('x-amz-meta-')) continue;
     const short = name.slice('x-amz-meta-'.length);
     out[short] = value;
-    bytes += Buffer.byteLength(short) + Buffer.byteLength(value);
+    // Header values are byte strings (one char per received byte).
+    bytes += Buffer.byteLength(short, 'latin1') + Buffer.byteLength(value, 'latin1');
   }
   if (bytes > MAX_METADATA_BYTES) throw new S3Error('MetadataTooLarge');
   return out;

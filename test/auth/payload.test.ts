@@ -121,6 +121,15 @@ describe('payload: plain bodies', () => {
     expectThrows(() => validatePayloadHeaders({ 'content-length': '-1' }, UNSIGNED), 'InvalidArgument');
   });
 
+  it('Transfer-Encoding: chunked, no Content-Length: the size limit holds as the bytes arrive, digests are checked', async () => {
+    const chunked = { 'transfer-encoding': 'chunked' };
+    const ok = await run([BODY.subarray(0, 3), BODY.subarray(3)], { auth: UNSIGNED, headers: chunked, maxSize: BODY.length });
+    expect(ok.data).toEqual(BODY);
+    await expectFailure([BODY, Buffer.from('x')], { auth: UNSIGNED, headers: chunked, maxSize: BODY.length }, 'EntityTooLarge');
+    await expectFailure(BODY, { auth: UNSIGNED, headers: { ...chunked, 'content-md5': md5b64('other') } }, 'BadDigest');
+    await expectFailure(BODY, { auth: literalAuth(sha256('other').toString('hex')), headers: chunked }, 'XAmzContentSHA256Mismatch');
+  });
+
   it('a source that errors or closes early (client gone) → IncompleteBody before end', async () => {
     const source = new PassThrough();
     const payload = createPayload(source, { auth: UNSIGNED, headers: { 'content-length': '100' } });

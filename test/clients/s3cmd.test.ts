@@ -6,9 +6,10 @@
  * (`--etag-suffix auto`, the default) shows it `"<sha256>-1"`: no MD5
  * warnings, no retries, and `sync` twice copies nothing the second time.
  * s3cmd adds `If-Match` only with --add-header, so this casket runs
- * `--agent-writes read-stamp`.
+ * `--agent-writes read-stamp`. The same commands again with
+ * `signature_v2 = True` (Signature Version 2 header auth, issue 10).
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +32,7 @@ const available = need('s3cmd', hasCommand('s3cmd'));
 describe.runIf(available).each(PROTOCOLS)('s3cmd over %s', (protocol) => {
   let env: ClientCasket;
   beforeAll(async () => {
-    env = await startClientCasket(protocol, { client: 's3cmd', agentWrites: 'read-stamp', buckets: ['s3cmd-person', 's3cmd-agent'] });
+    env = await startClientCasket(protocol, { client: 's3cmd', agentWrites: 'read-stamp', buckets: ['s3cmd-person', 's3cmd-agent', 's3cmd-v2-person', 's3cmd-v2-agent'] });
   });
   afterAll(async () => env?.stop());
 
@@ -109,6 +110,65 @@ describe.runIf(available).each(PROTOCOLS)('s3cmd over %s', (protocol) => {
       const fresh = /MD5 sum:\s+(\S+)/.exec((await run(['info', `s3://${bucket}/${key}`])).stdout)?.[1];
       await run(['put', `--add-header=If-Match:"${fresh}"`, join(dir, 'report.txt'), `s3://${bucket}/${key}`]);
       expect((await env.head(bucket, key)).ETag).toBe(plainETag(Buffer.from('report v3, lost\n')));
+    });
+  });
+
+  // Signature Version 2 (issue 10): the same commands with `signature_v2 = True`.
+  describe.each(ROLES)('with signature_v2 = True, as %s', (role: Role) => {
+    const bucket = `s3cmd-v2-${role}`;
+    let cmd: ReturnType<typeof s3cmd>;
+    let dir: string;
+    beforeAll(() => {
+      dir = join(env.dir, `v2-${role}`);
+      mkdirSync(dir, { recursive: true });
+      cmd = s3cmd(dir, env.endpoint, env.cred(role), 's3cmd-v2', true);
+    });
+    const run = async (args: string[]) => {
+      const r = ok(await cmd.run(args));
+      noMd5Complaints(r);
+      return r;
+    };
+
+    it('put and get, small and multipart; ls; info; del — signed with V2', async () => {
+      const small = randomBytes(3000);
+      const big = randomBytes(6 * MiB + 7);
+      writeFileSync(join(dir, 'small.bin'), small);
+      writeFileSync(join(dir, 'big.bin'), big);
+      const mark = await env.mark();
+      await run(['put', join(dir, 'small.bin'), `s3://${bucket}/v2/small.bin`]);
+      await run(['put', ...CHUNK, join(dir, 'big.bin'), `s3://${bucket}/v2/big.bin`]);
+      expect((await env.head(bucket, 'v2/small.bin')).ETag, `s3cmd v2 (${role}, ${protocol}) put small`).toBe(plainETag(small));
+      expect((await env.head(bucket, 'v2/big.bin')).ETag, `s3cmd v2 (${role}, ${protocol}) put multipart`).toBe(multipartETag(big, PART));
+      // The writes were this role's: the agent key's PutObject is logged as the agent's.
+      const writers = env.casket.logs.slice(mark + 1).flatMap((line) => {
+        const entry = JSON.parse(line) as { operation?: string; key?: string; agent?: string };
+        return entry.operation === 'PutObject' && entry.key === 'v2/small.bin' ? [entry.agent ?? 'person'] : [];
+      });
+      expect(writers, `s3cmd v2 (${role}, ${protocol}) writer`).toEqual([role === 'agent' ? env.agentName : 'person']);
+
+      await run(['get', '--force', `s3://${bucket}/v2/small.bin`, join(dir, 'small.down')]);
+      await run(['get', '--force', `s3://${bucket}/v2/big.bin`, join(dir, 'big.down')]);
+      expect(await sha256File(join(dir, 'small.down')), `s3cmd v2 (${role}, ${protocol}) get small`).toBe(sha256(small));
+      expect(await sha256File(join(dir, 'big.down')), `s3cmd v2 (${role}, ${protocol}) get multipart`).toBe(sha256(big));
+
+      const ls = await run(['ls', `s3://${bucket}/v2/`]);
+      const rows = ls.stdout.trim().split('\n').map((l) => l.trim().split(/\s+/).slice(2));
+      expect(rows, `s3cmd v2 (${role}, ${protocol}) ls`).toEqual([[String(big.length), `s3://${bucket}/v2/big.bin`], [String(small.length), `s3://${bucket}/v2/small.bin`]]);
+      const info = await run(['info', `s3://${bucket}/v2/small.bin`]);
+      // s3cmd shows the MD5 it recorded in x-amz-meta-s3cmd-attrs at upload.
+      expect(/MD5 sum:\s+(\S+)/.exec(info.stdout)?.[1], `s3cmd v2 (${role}, ${protocol}) info`).toBe(createHash('md5').update(small).digest('hex'));
+
+      await run(['del', `s3://${bucket}/v2/small.bin`]);
+      expect(await failure(env.head(bucket, 'v2/small.bin')), `s3cmd v2 (${role}, ${protocol}) del`).toMatchObject({ status: 404 });
+    });
+
+    it('a wrong secret → refused (403 SignatureDoesNotMatch), nothing written', async () => {
+      const wrong = s3cmd(dir, env.endpoint, { ...env.cred(role), secretAccessKey: 'not-the-secret' }, 's3cmd-v2-wrong', true);
+      writeFileSync(join(dir, 'refused.bin'), 'refused');
+      const r = await wrong.run(['put', join(dir, 'refused.bin'), `s3://${bucket}/v2/refused.bin`]);
+      expect(r.code, r.stderr).not.toBe(0);
+      expect(r.stderr, `s3cmd v2 (${role}, ${protocol}) wrong secret`).toMatch(/403|SignatureDoesNotMatch/);
+      expect(await failure(env.head(bucket, 'v2/refused.bin'))).toMatchObject({ status: 404 });
     });
   });
 });

@@ -147,16 +147,16 @@ export function awsCli(dir: string, endpoint: Endpoint, cred: Cred): AwsCli {
 
 // ---- s3cmd ---------------------------------------------------------------
 
-/** s3cmd 2.3.0 with a config file of its own: path style, SigV4, the test CA. */
-export function s3cmd(dir: string, endpoint: Endpoint, cred: Cred, name = 's3cmd'): { run(args: string[], options?: RunOptions): Promise<ToolResult>; configFile: string } {
+/** s3cmd 2.3.0 with a config file of its own: path style, SigV4 (or V2: `signature_v2 = True`), the test CA. */
+export function s3cmd(dir: string, endpoint: Endpoint, cred: Cred, name = 's3cmd', signatureV2 = false): { run(args: string[], options?: RunOptions): Promise<ToolResult>; configFile: string } {
   const u = new URL(endpoint.url);
   const https = u.protocol === 'https:';
   const configFile = join(dir, `${name}.cfg`);
-  writeFileSync(configFile, s3cmdConfig(u.host, cred, https, endpoint.caFile));
+  writeFileSync(configFile, s3cmdConfig(u.host, cred, https, endpoint.caFile, signatureV2));
   return { configFile, run: (args, options) => run('s3cmd', 's3cmd', ['-c', configFile, ...args], options) };
 }
 
-export function s3cmdConfig(hostPort: string, cred: Cred, https: boolean, caFile?: string): string {
+export function s3cmdConfig(hostPort: string, cred: Cred, https: boolean, caFile?: string, signatureV2 = false): string {
   return [
     '[default]',
     `access_key = ${cred.accessKeyId}`,
@@ -164,7 +164,7 @@ export function s3cmdConfig(hostPort: string, cred: Cred, https: boolean, caFile
     `host_base = ${hostPort}`,
     `host_bucket = ${hostPort}`,
     'bucket_location = us-east-1',
-    'signature_v2 = False',
+    `signature_v2 = ${signatureV2 ? 'True' : 'False'}`,
     `use_https = ${https ? 'True' : 'False'}`,
     ...(https ? ['check_ssl_certificate = True', 'check_ssl_hostname = True', `ca_certs_file = ${caFile ?? ''}`] : []),
     'multipart_chunk_size_mb = 5',

@@ -30,6 +30,7 @@ import type { StateStore } from '../../state/types.js';
 import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../types.js';
 import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
 import { formatFor, unquote, type ETagForm } from './capabilities.js';
+import { fromUpstreamMetadataValue, toUpstreamMetadataValue } from './metadata-encoding.js';
 import { Recent } from './recent.js';
 
 export const META_SHA256 = 'casket-sha256';
@@ -59,7 +60,7 @@ export function withoutCasketMeta(metadata: Record<string, string>): Record<stri
 export function upstreamObjectHeaders(headers: ObjectHeaders, metadata: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [field, name] of OBJECT_HEADER_NAMES) if (headers[field] !== undefined) out[name] = headers[field]!;
-  for (const [name, value] of Object.entries(metadata)) if (!name.toLowerCase().startsWith(CASKET_META)) out[`x-amz-meta-${name.toLowerCase()}`] = value;
+  for (const [name, value] of Object.entries(metadata)) if (!name.toLowerCase().startsWith(CASKET_META)) out[`x-amz-meta-${name.toLowerCase()}`] = toUpstreamMetadataValue(value);
   return out;
 }
 
@@ -75,7 +76,7 @@ export function userMetadataFrom(h: Record<string, string>): Record<string, stri
   for (const [name, value] of Object.entries(h)) {
     if (!name.startsWith('x-amz-meta-')) continue;
     const short = name.slice('x-amz-meta-'.length);
-    if (!short.startsWith(CASKET_META)) out[short] = value;
+    if (!short.startsWith(CASKET_META)) out[short] = fromUpstreamMetadataValue(value);
   }
   return out;
 }

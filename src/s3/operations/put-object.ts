@@ -32,8 +32,15 @@ export function declaredLength(ctx: RequestContext): number | undefined {
   return value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
 }
 
+/**
+ * A body must say how long it is — Content-Length, x-amz-decoded-content-length
+ * (aws-chunked) — or come with `Transfer-Encoding: chunked` (`curl -T -`,
+ * streaming HTTP clients): then its length is known at its end, and the
+ * payload still enforces the size limit and every digest it declared.
+ */
 export function requireLength(ctx: RequestContext): void {
-  if (ctx.headers['content-length'] === undefined && ctx.headers['x-amz-decoded-content-length'] === undefined) {
+  const chunkedTransfer = (ctx.headers['transfer-encoding'] ?? '').toLowerCase().split(',').some((c) => c.trim() === 'chunked');
+  if (ctx.headers['content-length'] === undefined && ctx.headers['x-amz-decoded-content-length'] === undefined && !chunkedTransfer) {
     throw new S3Error('MissingContentLength');
   }
 }
