@@ -10,6 +10,14 @@
  * A CompleteMultipartUpload retried after a lost response succeeds while its
  * object is current (completed upload ids are kept in the state store, so on
  * any replica).
+ *
+ * A part sent twice concurrently: each upload's upstream PUT and its digest
+ * record run under one per-part lock, so the upload that finishes last is
+ * both the upstream's part and the digest casket keeps (and Complete may list
+ * the part number twice: completed-parts.ts). Known gap: two replicas
+ * receiving the same part at once are not serialized; Complete then refuses
+ * the part (InvalidPart: its MD5 and the digest disagree) rather than
+ * assemble it under a wrong ETag.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
