@@ -115,8 +115,3 @@ export function versionConditionFor(c: WriteConditions): VersionCondition {
 export function hasWriteCondition(c: WriteConditions): boolean {
   return c.ifMatch !== undefined || c.ifNoneMatch !== undefined;
 }
-
-/** Whether the write carries any explicit condition S3 itself evaluates (ETag, size, modification time). */
-export function hasExplicitCondition(c: WriteConditions): boolean {
-  return hasWriteCondition(c) || c.ifMatchSize !== undefined || c.ifMatchLastModifiedTime !== undefined;
-}

@@ -16,8 +16,9 @@
  * both the upstream's part and the digest casket keeps (and Complete may list
  * the part number twice: completed-parts.ts). Known gap: two replicas
  * receiving the same part at once are not serialized; Complete then refuses
- * the part (InvalidPart: its MD5 and the digest disagree) rather than
- * assemble it under a wrong ETag.
+ * the part (InvalidPart: the upstream's MD5 part ETag and the digest
+ * disagree) rather than assemble it under a wrong ETag — where the
+ * upstream's part ETags are MD5s (not under SSE-KMS).
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
