@@ -42,19 +42,21 @@ async function deleteOne(ctx: RequestContext, services: Services, bucket: string
   });
 }
 
-/** A conditional-delete value: a size in bytes, or a timestamp (RFC 822 / HTTP date as the SDKs send it, or ISO 8601). */
+/** A conditional-delete size: bytes, a non-negative integer. */
 function parseSize(value: string, name: string): number {
   if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(Number(value))) throw new S3Error('InvalidArgument', { message: `Invalid ${name}`, fields: { ArgumentName: name, ArgumentValue: value } });
   return Number(value);
 }
 
+/** A conditional-delete time: RFC 822 / HTTP date as the SDKs send it (header and XML alike), or ISO 8601. */
 function parseTime(value: string, name: string): Date {
   const ms = Date.parse(value.trim());
   if (Number.isNaN(ms)) throw new S3Error('InvalidArgument', { message: `Invalid ${name}`, fields: { ArgumentName: name, ArgumentValue: value } });
   return new Date(ms);
 }
 
-export function deleteConditionsFrom(headers: Record<string, string>): WriteConditions {
+/** DeleteObject's write conditions: If-Match / If-None-Match and the two AWS added in 2024. */
+function deleteConditionsFrom(headers: Record<string, string>): WriteConditions {
   const c = writeConditionsFrom(headers);
   const size = headers['x-amz-if-match-size'];
   const time = headers['x-amz-if-match-last-modified-time'];
