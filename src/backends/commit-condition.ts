@@ -13,15 +13,32 @@
  *   if-match [list]        | fail   | write       | fail
  *   if-none-match          | write  | fail        | fail
  *
+ * and, on top of any row, a size / last-modified condition (conditional
+ * deletes, https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html):
+ * an existing version must have that size / modification time (compared in
+ * whole seconds, the precision of an HTTP date); an absent key satisfies it.
+ *
  * A failure is a failure whatever the new content is: a write conditioned on a
  * version that is no longer current loses even when its bytes equal the
  * current ones (two agents that both read "10" and both write "11" made two
  * increments — DESIGN §3). The one success without a write, an exact retry, is
  * recognised above the backend (s3/write.ts), from who made the current version.
  */
-import type { CommitCondition } from './types.js';
+import type { CommitCondition, VersionCondition } from './types.js';
 
-export function conditionHolds(condition: CommitCondition, currentETag: string | null): boolean {
+/** What a size / last-modified condition is checked against. */
+export interface VersionFacts {
+  size: number;
+  lastModified: Date;
+}
+
+export function conditionHolds(condition: CommitCondition, currentETag: string | null, current?: VersionFacts): boolean {
+  if (currentETag !== null && hasVersionCondition(condition)) {
+    // Fail closed: a caller that cannot say what the version is cannot pass its condition.
+    if (current === undefined) return false;
+    if (condition.size !== undefined && current.size !== condition.size) return false;
+    if (condition.lastModified !== undefined && seconds(current.lastModified) !== seconds(condition.lastModified)) return false;
+  }
   switch (condition.type) {
     case 'none':
       return true;
@@ -30,4 +47,12 @@ export function conditionHolds(condition: CommitCondition, currentETag: string |
     case 'if-none-match':
       return currentETag === null;
   }
+}
+
+export function hasVersionCondition(condition: VersionCondition): boolean {
+  return condition.size !== undefined || condition.lastModified !== undefined;
+}
+
+function seconds(date: Date): number {
+  return Math.floor(date.getTime() / 1000);
 }

@@ -60,12 +60,26 @@ export interface BucketInfo {
  * What must hold at commit time. `etags` are unquoted casket ETags (the guard
  * has already normalised quotes and the `-1` client form).
  */
-export type CommitCondition =
+export type CommitCondition = (
   | { type: 'none' }
   /** Current version must exist and have one of these ETags ('*': any). */
   | { type: 'if-match'; etags: string[] | '*' }
   /** Key must not exist (If-None-Match: *). */
-  | { type: 'if-none-match' };
+  | { type: 'if-none-match' }
+) &
+  VersionCondition;
+
+/**
+ * DeleteObject's `x-amz-if-match-size` / `x-amz-if-match-last-modified-time`
+ * (DeleteObjects: `<Size>`, `<LastModifiedTime>`), checked with the rest of
+ * the condition at commit: a current version must have this size / this
+ * modification time (whole seconds, as HTTP dates carry it); an absent key
+ * satisfies them (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html).
+ */
+export interface VersionCondition {
+  size?: number;
+  lastModified?: Date;
+}
 
 export interface WriteOptions {
   condition: CommitCondition;

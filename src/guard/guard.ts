@@ -23,7 +23,7 @@ import { conditionHolds } from '../backends/commit-condition.js';
 import type { CommitCondition, ObjectInfo } from '../backends/types.js';
 import type { StateStore, WriteLogEntry } from '../state/types.js';
 import { expandETag } from '../vocabulary/etag.js';
-import { commitConditionFor, evaluateWrite, hasWriteCondition, type WriteConditions } from './preconditions.js';
+import { commitConditionFor, evaluateWrite, hasWriteCondition, versionConditionFor, type WriteConditions } from './preconditions.js';
 import { Refusal, type RefusalReason } from './refusal.js';
 
 export type GuardMode = 'enforce' | 'observe' | 'off';
@@ -78,7 +78,9 @@ export class Guard {
     }
     if (w.agent && this.options.mode !== 'off') {
       const decision = await this.agentRules(w as WriteRequest & { agent: string });
-      if ('permit' in decision) return this.early(w, decision.permit);
+      // A size / modification-time condition (conditional deletes) holds at
+      // commit on top of whatever the agent rules derived.
+      if ('permit' in decision) return this.early(w, { ...decision.permit, condition: { ...decision.permit.condition, ...versionConditionFor(conditions) } });
       const { refusal, byS3 } = await this.explain(w, decision.refuse, decision.lastSeenETag);
       // A refusal S3 itself would make is made in every mode (observe only
       // watches casket's own rules): counted as enforced.
@@ -98,7 +100,7 @@ export class Guard {
   private async early(w: WriteRequest, permit: WritePermit): Promise<WritePermit> {
     if (!w.early || permit.condition.type === 'none') return permit;
     const current = await w.current();
-    if (conditionHolds(permit.condition, current?.etag ?? null)) return permit;
+    if (conditionHolds(permit.condition, current?.etag ?? null, current ?? undefined)) return permit;
     throw this.conflict(w.bucket, w.key, current, w.conditions, permit);
   }
 
@@ -145,6 +147,10 @@ export class Guard {
   /** A write lost at commit time: the current version did not satisfy the permit's condition. */
   conflict(bucket: string, key: string, current: ObjectInfo | null, conditions: WriteConditions, permit?: WritePermit): Refusal {
     if (!current && conditions.ifMatch !== undefined) return new Refusal('no-such-key', bucket, key, null);
+    // An explicit condition the version current now fails is S3's own
+    // refusal, named after that condition (If-Match, x-amz-if-match-size...).
+    const verdict = evaluateWrite(current, conditions);
+    if (!verdict.ok && verdict.failure === 'precondition-failed') return new Refusal('precondition-failed', bucket, key, current, permit?.lastSeenETag, { condition: verdict.condition });
     const reason = permit?.conflictReason ?? (hasWriteCondition(conditions) ? 'precondition-failed' : 'stale-read');
     const condition = permit?.condition.type === 'if-none-match' ? 'If-None-Match' : 'If-Match';
     return new Refusal(reason, bucket, key, current, permit?.lastSeenETag, { condition });

@@ -11,7 +11,7 @@
  * If-Match on a missing key → 404 NoSuchKey, If-None-Match only as `*`.
  */
 import { etagMatches, expandETag } from '../vocabulary/etag.js';
-import type { CommitCondition } from '../backends/types.js';
+import type { CommitCondition, VersionCondition } from '../backends/types.js';
 
 export interface CurrentVersion {
   etag: string;
@@ -54,34 +54,64 @@ export function evaluateRead(current: CurrentVersion, c: ReadConditions): ReadVe
 export interface WriteConditions {
   ifMatch?: string[] | '*';
   ifNoneMatch?: string[] | '*';
+  /** DeleteObject `x-amz-if-match-size` (DeleteObjects `<Size>`): an existing key must have this size. */
+  ifMatchSize?: number;
+  /** DeleteObject `x-amz-if-match-last-modified-time` (DeleteObjects `<LastModifiedTime>`), whole seconds. */
+  ifMatchLastModifiedTime?: Date;
 }
+
+export type WriteConditionName = 'If-Match' | 'If-None-Match' | 'x-amz-if-match-size' | 'x-amz-if-match-last-modified-time';
 
 export type WriteVerdict =
   | { ok: true; condition: CommitCondition }
-  | { ok: false; failure: 'no-such-key' | 'precondition-failed' | 'not-implemented'; condition: 'If-Match' | 'If-None-Match' };
+  | { ok: false; failure: 'no-such-key' | 'precondition-failed' | 'not-implemented'; condition: WriteConditionName };
+
+/** The current version as a write's conditions see it; size only for x-amz-if-match-size. */
+export interface CurrentVersionFacts extends CurrentVersion {
+  size?: number;
+}
 
 /**
  * Checks explicit write conditions against the current version and returns the
  * CommitCondition the backend must re-check atomically at commit.
  */
-export function evaluateWrite(current: CurrentVersion | null, c: WriteConditions): WriteVerdict {
+export function evaluateWrite(current: CurrentVersionFacts | null, c: WriteConditions): WriteVerdict {
   if (c.ifNoneMatch !== undefined && c.ifNoneMatch !== '*') return { ok: false, failure: 'not-implemented', condition: 'If-None-Match' };
   if (c.ifMatch !== undefined) {
     if (!current) return { ok: false, failure: 'no-such-key', condition: 'If-Match' };
     if (!anyMatches(c.ifMatch, current)) return { ok: false, failure: 'precondition-failed', condition: 'If-Match' };
   }
   if (c.ifNoneMatch === '*' && current) return { ok: false, failure: 'precondition-failed', condition: 'If-None-Match' };
+  // Conditional deletes (AWS, 2024): a key that does not exist satisfies them (204).
+  if (current && c.ifMatchSize !== undefined && current.size !== c.ifMatchSize) return { ok: false, failure: 'precondition-failed', condition: 'x-amz-if-match-size' };
+  if (current && c.ifMatchLastModifiedTime !== undefined && seconds(current.lastModified) !== seconds(c.ifMatchLastModifiedTime)) {
+    return { ok: false, failure: 'precondition-failed', condition: 'x-amz-if-match-last-modified-time' };
+  }
   return { ok: true, condition: commitConditionFor(c) };
 }
 
 export function commitConditionFor(c: WriteConditions): CommitCondition {
+  const version = versionConditionFor(c);
   if (c.ifMatch !== undefined) {
-    return { type: 'if-match', etags: c.ifMatch === '*' ? '*' : c.ifMatch.flatMap(expandETag) };
+    return { type: 'if-match', etags: c.ifMatch === '*' ? '*' : c.ifMatch.flatMap(expandETag), ...version };
   }
-  if (c.ifNoneMatch === '*') return { type: 'if-none-match' };
-  return { type: 'none' };
+  if (c.ifNoneMatch === '*') return { type: 'if-none-match', ...version };
+  return { type: 'none', ...version };
 }
 
+/** The size / last-modified part of a CommitCondition (empty when the request named neither). */
+export function versionConditionFor(c: WriteConditions): VersionCondition {
+  return {
+    ...(c.ifMatchSize !== undefined && { size: c.ifMatchSize }),
+    ...(c.ifMatchLastModifiedTime !== undefined && { lastModified: c.ifMatchLastModifiedTime }),
+  };
+}
+
+/**
+ * Whether the write names a version by ETag (If-Match / If-None-Match). A size
+ * or modification time does not: it does not prove the agent saw the content,
+ * so an agent still needs If-Match (DESIGN §4).
+ */
 export function hasWriteCondition(c: WriteConditions): boolean {
   return c.ifMatch !== undefined || c.ifNoneMatch !== undefined;
 }

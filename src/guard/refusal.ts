@@ -22,7 +22,7 @@ export type RefusalReason =
   | 'not-read';
 
 /** The request header whose condition failed, as S3 names it in the error's `<Condition>`. */
-export type ConditionHeader = 'If-Match' | 'If-None-Match';
+export type ConditionHeader = 'If-Match' | 'If-None-Match' | 'x-amz-if-match-size' | 'x-amz-if-match-last-modified-time';
 
 export interface RefusalDetails {
   /** Which condition failed; If-Match unless said otherwise. */

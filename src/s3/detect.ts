@@ -16,12 +16,12 @@ export const UNMODELED = [
   'accelerate', 'analytics', 'attributes', 'encryption', 'intelligent-tiering', 'inventory',
   'legal-hold', 'logging', 'metadataTable', 'metrics', 'notification', 'object-lock',
   'ownershipControls', 'policyStatus', 'publicAccessBlock', 'replication', 'requestPayment',
-  'restore', 'retention', 'select', 'torrent', 'versions', 'website',
+  'restore', 'retention', 'select', 'torrent', 'website',
   'cors', 'policy', 'lifecycle', 'tagging', 'versioning',
 ];
 
 /** Sub-resources that name a modeled operation: valid only with the method that operation takes. */
-const MODELED = ['acl', 'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'session'];
+const MODELED = ['acl', 'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'session', 'versions'];
 
 function notImplemented(what: string): S3Error {
   return new S3Error('NotImplemented', `casket does not implement ${what}.`);
@@ -55,6 +55,7 @@ export function detectOperation(method: string, bucket: string | undefined, key:
         if (has('lifecycle')) return 'GetBucketLifecycleConfiguration';
         if (has('tagging')) return 'GetBucketTagging';
         if (has('uploads')) return 'ListMultipartUploads';
+        if (has('versions')) return 'ListObjectVersions';
         if (firstUnsupported(query)) break;
         return query.get('list-type') === '2' ? 'ListObjectsV2' : 'ListObjects';
       case 'PUT':

@@ -9,6 +9,7 @@ import * as buckets from './operations/buckets.js';
 import { CopyObject } from './operations/copy-object.js';
 import { DeleteObject, DeleteObjects } from './operations/delete-object.js';
 import { GetObject, HeadObject } from './operations/get-object.js';
+import { ListObjectVersions } from './operations/list-object-versions.js';
 import { ListObjects, ListObjectsV2 } from './operations/list-objects.js';
 import * as multipart from './operations/multipart.js';
 import { PutObject } from './operations/put-object.js';
@@ -29,6 +30,7 @@ export const HANDLERS: Record<Operation, Handler> = {
   GetBucketTagging: bucketConfig.GetBucketTagging,
   ListObjects,
   ListObjectsV2,
+  ListObjectVersions,
   ListMultipartUploads: multipart.ListMultipartUploads,
   DeleteObjects,
   GetObject,

@@ -20,6 +20,7 @@ export const OPERATIONS = [
   'GetBucketTagging',
   'ListObjects',
   'ListObjectsV2',
+  'ListObjectVersions',
   'ListMultipartUploads',
   'DeleteObjects',
   'GetObject',

@@ -30,6 +30,9 @@ function advice(r: Refusal, etag: (e: string) => string): string {
   const by = r.current?.writer ? ` (written by agent "${r.current.writer}")` : '';
   switch (r.reason) {
     case 'precondition-failed':
+      if ((r.details.condition === 'x-amz-if-match-size' || r.details.condition === 'x-amz-if-match-last-modified-time') && r.current) {
+        return `${where} is not the version the delete named (${r.details.condition}): its current version is ${current}${by}, ${r.current.size} bytes, last modified ${r.current.lastModified.toISOString()}.`;
+      }
       if (r.details.condition === 'If-None-Match') {
         return current
           ? `${where} already exists (version ${current}${by}), and If-None-Match: * only creates. To replace it, read it, then write with If-Match: ${current}.`

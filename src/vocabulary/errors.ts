@@ -24,7 +24,7 @@ export const S3_ERRORS = {
   InvalidDigest: [400, 'The Content-MD5 or checksum value that you specified is not valid.'],
   InvalidPart: [400, 'One or more of the specified parts could not be found. The part might not have been uploaded, or the specified ETag might not have matched the part\'s ETag.'],
   InvalidPartOrder: [400, 'The list of parts was not in ascending order. The parts list must be specified in order by part number.'],
-  InvalidPartNumber: [416, 'The requested partnumber is not satisfiable'],
+  InvalidPartNumber: [400, 'The requested partnumber is not satisfiable'],
   InvalidRange: [416, 'The requested range is not satisfiable'],
   InvalidRequest: [400, 'Invalid Request'],
   InvalidURI: [400, "Couldn't parse the specified URI."],

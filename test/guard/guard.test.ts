@@ -126,3 +126,29 @@ describe('guard: modes', () => {
     expect(await off.outcome(V1, {})).toEqual({ permit: { type: 'none' }, reads: 0 });
   });
 });
+
+describe('guard: conditional deletes on size and modification time', () => {
+  const T = new Date('2026-01-01T00:00:00Z');
+
+  it('a size or time does not stand for a read: an agent without If-Match still gets 428', async () => {
+    const g = await setup();
+    expect(await g.outcome(V1, { ifMatchSize: 10 })).toMatchObject({ refused: 'precondition-required' });
+  });
+
+  it('is committed on top of what the agent rules derive (If-Match, or the read-stamp policy\'s last read)', async () => {
+    const g = await setup();
+    await g.readFull(V1);
+    expect(await g.outcome(V1, { ifMatch: [V1], ifMatchSize: 10, ifMatchLastModifiedTime: T })).toEqual({ permit: { type: 'if-match', etags: [V1], size: 10, lastModified: T }, reads: 0 });
+    const stamp = await setup({ agentWrites: 'read-stamp' });
+    await stamp.readFull(V1);
+    expect(await stamp.outcome(V1, { ifMatchSize: 10 })).toEqual({ permit: { type: 'if-match', etags: [V1], size: 10 }, reads: 0 });
+  });
+
+  it('a refusal at commit names the condition that failed', async () => {
+    const guard = new Guard(new MemoryStateStore(), { mode: 'enforce', agentWrites: 'require' });
+    const refusal = guard.conflict('b', 'k', info(V1), { ifMatch: [V1], ifMatchSize: 3 });
+    expect([refusal.reason, refusal.details.condition]).toEqual(['precondition-failed', 'x-amz-if-match-size']);
+    const person = guard.conflict('b', 'k', info(V2), { ifMatchLastModifiedTime: T });
+    expect([person.reason, person.details.condition]).toEqual(['precondition-failed', 'x-amz-if-match-last-modified-time']);
+  });
+});

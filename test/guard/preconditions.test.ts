@@ -51,6 +51,21 @@ describe('evaluateWrite: S3 conditional writes', () => {
     ['If-None-Match with an ETag', current, { ifNoneMatch: [A] }, 'not-implemented'],
     ['If-None-Match with an ETag, missing', null, { ifNoneMatch: [B] }, 'not-implemented'],
   ];
+  const sized = { ...current, size: 10 };
+  const deletes: Array<[string, typeof sized | null, WriteConditions, string]> = [
+    ['x-amz-if-match-size equal', sized, { ifMatchSize: 10 }, 'ok:none'],
+    ['x-amz-if-match-size other', sized, { ifMatchSize: 11 }, 'precondition-failed:x-amz-if-match-size'],
+    ['x-amz-if-match-size, missing key (204 as AWS)', null, { ifMatchSize: 11 }, 'ok:none'],
+    ['x-amz-if-match-last-modified-time, same second', sized, { ifMatchLastModifiedTime: new Date(T.getTime() + 999) }, 'ok:none'],
+    ['x-amz-if-match-last-modified-time other', sized, { ifMatchLastModifiedTime: before }, 'precondition-failed:x-amz-if-match-last-modified-time'],
+    ['x-amz-if-match-last-modified-time, missing key', null, { ifMatchLastModifiedTime: before }, 'ok:none'],
+    ['If-Match current and size other', sized, { ifMatch: [A], ifMatchSize: 3 }, 'precondition-failed:x-amz-if-match-size'],
+    ['If-Match and size, missing key', null, { ifMatch: [A], ifMatchSize: 3 }, 'no-such-key:If-Match'],
+  ];
+  it.each(deletes)('%s', (_name, cur, conditions, expected) => {
+    const v = evaluateWrite(cur, conditions);
+    expect(v.ok ? `ok:${v.condition.type}` : `${v.failure}:${v.condition}`).toBe(expected);
+  });
   it.each(table)('%s', (_name, cur, conditions, expected) => {
     const v = evaluateWrite(cur, conditions);
     expect(v.ok ? `ok:${v.condition.type}` : v.failure).toBe(expected);

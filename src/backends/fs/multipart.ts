@@ -39,6 +39,7 @@ import type {
   Payload,
   WriteOptions,
 } from '../types.js';
+import { requestedParts } from '../completed-parts.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
 import { compareKeys, validateKey } from '../../vocabulary/names.js';
 import type { CommitResult, Objects, StoreParts } from './objects.js';
@@ -276,15 +277,12 @@ export class Multipart {
   private complete(bucket: string, key: string, uploadId: string, requested: CompletedPart[], options: WriteOptions): CommitResult {
     const upload = this.selectUpload.get(uploadId);
     if (upload === undefined || upload.bucket !== bucket || upload.key !== key) return this.completedBefore(bucket, key, uploadId);
-    if (requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
-    for (let i = 1; i < requested.length; i++) {
-      if (requested[i]!.partNumber <= requested[i - 1]!.partNumber) throw new S3Error('InvalidPartOrder');
-    }
+    const wanted = requestedParts(requested);
     const stored = new Map(this.selectParts.all(uploadId).map((p) => [p.part_number, p]));
-    const chosen = requested.map((p) => {
+    const chosen = wanted.map((p) => {
       const part = stored.get(p.partNumber);
-      if (part === undefined || part.etag !== normalizePartETag(p.etag)) {
-        throw new S3Error('InvalidPart', { fields: { UploadId: uploadId, PartNumber: p.partNumber, ETag: p.etag } });
+      if (part === undefined || !p.etags.some((etag) => normalizePartETag(etag) === part.etag)) {
+        throw new S3Error('InvalidPart', { fields: { UploadId: uploadId, PartNumber: p.partNumber, ETag: p.etags.at(-1) } });
       }
       return part;
     });

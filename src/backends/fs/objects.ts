@@ -18,7 +18,7 @@
 import type { Database, Statement } from '../../sqlite.js';
 import type { BlobStore, ReceivedBody } from './blobs.js';
 import type { Buckets } from './buckets.js';
-import { conditionHolds } from '../commit-condition.js';
+import { conditionHolds, type VersionFacts } from '../commit-condition.js';
 import type { WalDurability } from './durability.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
 import { validateKey } from '../../vocabulary/names.js';
@@ -93,7 +93,7 @@ export class Objects {
     this.commitDelete = db.transaction((bucket: string, key: string, options: WriteOptions): CommitResult => {
       store.buckets.require(bucket);
       const current = this.selectRow.get(bucket, key);
-      if (!conditionHolds(options.condition, current?.etag ?? null)) throw new ConditionFailed(current ? objectInfo(bucket, current) : null, null);
+      if (!conditionHolds(options.condition, current?.etag ?? null, current && facts(current))) throw new ConditionFailed(current ? objectInfo(bucket, current) : null, null);
       if (current === undefined) return { info: null, released: [], changed: false };
       this.deleteRow.run(bucket, key);
       return { info: objectInfo(bucket, current), released: blobIds(current), changed: true };
@@ -187,7 +187,7 @@ export class Objects {
   replace(row: NewObjectRow, options: WriteOptions): CommitResult {
     this.store.buckets.require(row.bucket);
     const current = this.selectRow.get(row.bucket, row.key);
-    if (!conditionHolds(options.condition, current?.etag ?? null)) throw new ConditionFailed(current ? objectInfo(row.bucket, current) : null, row.etag);
+    if (!conditionHolds(options.condition, current?.etag ?? null, current && facts(current))) throw new ConditionFailed(current ? objectInfo(row.bucket, current) : null, row.etag);
     this.upsertRow.run(row);
     return { info: objectInfo(row.bucket, row), released: blobIds(current), changed: true };
   }
@@ -198,6 +198,11 @@ export class Objects {
     this.store.durability.committed();
     this.store.reaper.condemn(result.released);
   }
+}
+
+/** What a size / last-modified condition is checked against, from a row. */
+function facts(row: ObjectRow): VersionFacts {
+  return { size: row.size, lastModified: new Date(row.last_modified) };
 }
 
 function bodyColumns(body: ReceivedBody): Pick<NewObjectRow, 'blobs' | 'body'> {

@@ -23,7 +23,7 @@
  * slip between an exclusive write's check and its commit here, yet never
  * waits on another shared writer's body (key-lock.ts says why that matters).
  */
-import { conditionHolds } from '../commit-condition.js';
+import { conditionHolds, hasVersionCondition } from '../commit-condition.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import { ConditionFailed, type CommitCondition, type ObjectInfo, type WriteOptions } from '../types.js';
 import { NOTHING_ENFORCED, formatFor, type Capabilities } from './capabilities.js';
@@ -66,17 +66,19 @@ export class Committer {
     isDelete = false,
   ): Promise<T> {
     const { condition } = options;
-    const caps = condition.type === 'none' ? NOTHING_ENFORCED : await this.capabilities().catch(() => NOTHING_ENFORCED);
+    // A size / modification-time condition (conditional deletes) is one on the version itself.
+    const pinned = hasVersionCondition(condition);
+    const caps = condition.type === 'none' && !pinned ? NOTHING_ENFORCED : await this.capabilities().catch(() => NOTHING_ENFORCED);
     const byUpstream = this.enforced(caps, kind, condition);
     if (!byUpstream && this.replicas) {
-      const header = condition.type === 'if-match' ? 'If-Match' : 'If-None-Match';
+      const header = conditionName(condition);
       throw new S3Error('NotImplemented', `A conditional ${kind} (${header}) cannot be made atomic here: the upstream S3 endpoint does not enforce ${header} on ${kind}, and several casket replicas share it. Run one casket replica, or use an upstream that enforces it.`);
     }
     const form = caps.ifMatchPut || 'quoted';
     // A failed condition is a refusal whatever the bytes (DESIGN §3): the
     // caller learns what the write would have made, to say so in the 412.
     const failed = (current: UpstreamObject | null) => new ConditionFailed(current?.info ?? null, isDelete ? null : (newETag ?? undefined));
-    const holds = (current: UpstreamObject | null): boolean => conditionHolds(condition, current?.info.etag ?? null);
+    const holds = (current: UpstreamObject | null): boolean => conditionHolds(condition, current?.info.etag ?? null, current?.info);
 
     return this.lock.run(`${bucket}\0${key}`, byUpstream ? 'shared' : 'exclusive', async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -89,10 +91,12 @@ export class Committer {
         const current = hinted ? seen : look ? await this.versions.current(bucket, key) : null;
         if (look) {
           if (!holds(current)) throw failed(current);
-          if (isDelete && current === null && condition.type !== 'none') return null as T;
+          if (isDelete && current === null && (condition.type !== 'none' || pinned)) return null as T;
         }
         const headers: Record<string, string> = {};
-        if (byUpstream && condition.type === 'if-match') headers['if-match'] = formatFor(form, current!.upstreamETag);
+        // A size condition goes upstream as If-Match on the version just
+        // looked at: its upstream ETag pins its bytes, hence its size.
+        if (byUpstream && (condition.type === 'if-match' || pinned)) headers['if-match'] = formatFor(form, current!.upstreamETag);
         if (byUpstream && condition.type === 'if-none-match') headers['if-none-match'] = '*';
         const result = await write(headers, current);
         if (result !== REFUSED) return result;
@@ -124,6 +128,14 @@ export class Committer {
 
   /** Whether the upstream enforces this condition on this operation itself. */
   private enforced(caps: Capabilities, kind: WriteKind, condition: CommitCondition): boolean {
+    if (hasVersionCondition(condition)) {
+      // Only through If-Match on the upstream ETag, which pins the bytes (so
+      // the size) but not the modification time: the same bytes written again
+      // keep their ETag. No upstream is probed for AWS's own
+      // x-amz-if-match-* headers (AWS documents them for directory buckets).
+      if (kind !== 'DeleteObject' || condition.lastModified !== undefined || condition.type === 'if-none-match') return false;
+      return caps.ifMatchDelete;
+    }
     if (condition.type === 'none') return true;
     const ifMatch = condition.type === 'if-match';
     switch (kind) {
@@ -169,3 +181,10 @@ export async function refusedUpstream(res: UpstreamResponse, req: UpstreamReques
   throw errorFromText(res.status, text, req);
 }
 
+/** The request header a condition came from, for a refusal's message. */
+function conditionName(condition: CommitCondition): string {
+  if (condition.lastModified !== undefined) return 'x-amz-if-match-last-modified-time';
+  if (condition.type === 'if-match') return 'If-Match';
+  if (condition.type === 'if-none-match') return 'If-None-Match';
+  return 'x-amz-if-match-size';
+}

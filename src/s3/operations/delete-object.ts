@@ -1,10 +1,17 @@
 /**
  * DeleteObject and DeleteObjects
- * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObjects.html):
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html,
+ * https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObjects.html):
  * a delete is a write — If-Match on DeleteObject, a per-object <ETag> in
  * DeleteObjects, and the agent rules — through the same guarded path as
- * PutObject. DeleteObjects takes at most 1000 keys, needs Content-MD5 or an
- * x-amz-checksum-* header, and reports each key on its own (Quiet: errors only).
+ * PutObject. The conditional deletes AWS added in 2024 —
+ * `x-amz-if-match-size` and `x-amz-if-match-last-modified-time`
+ * (DeleteObjects: `<Size>`, `<LastModifiedTime>`) — are checked atomically at
+ * commit like If-Match: 412 when the object differs, 204 when it does not
+ * exist. Buckets are unversioned: VersionId `null` names the one version,
+ * any other is NoSuchVersion. DeleteObjects takes at most 1000 keys, needs
+ * Content-MD5 or an x-amz-checksum-* header, and reports each key on its own
+ * (Quiet: errors only).
  */
 import type { ObjectInfo } from '../../backends/types.js';
 import { Refusal } from '../../guard/refusal.js';
@@ -35,11 +42,34 @@ async function deleteOne(ctx: RequestContext, services: Services, bucket: string
   });
 }
 
+/** A conditional-delete size: bytes, a non-negative integer. */
+function parseSize(value: string, name: string): number {
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(Number(value))) throw new S3Error('InvalidArgument', { message: `Invalid ${name}`, fields: { ArgumentName: name, ArgumentValue: value } });
+  return Number(value);
+}
+
+/** A conditional-delete time: RFC 822 / HTTP date as the SDKs send it (header and XML alike), or ISO 8601. */
+function parseTime(value: string, name: string): Date {
+  const ms = Date.parse(value.trim());
+  if (Number.isNaN(ms)) throw new S3Error('InvalidArgument', { message: `Invalid ${name}`, fields: { ArgumentName: name, ArgumentValue: value } });
+  return new Date(ms);
+}
+
+/** DeleteObject's write conditions: If-Match / If-None-Match and the two AWS added in 2024. */
+function deleteConditionsFrom(headers: Record<string, string>): WriteConditions {
+  const c = writeConditionsFrom(headers);
+  const size = headers['x-amz-if-match-size'];
+  const time = headers['x-amz-if-match-last-modified-time'];
+  if (size !== undefined) c.ifMatchSize = parseSize(size, 'x-amz-if-match-size');
+  if (time !== undefined) c.ifMatchLastModifiedTime = parseTime(time, 'x-amz-if-match-last-modified-time');
+  return c;
+}
+
 export const DeleteObject: Handler = async (ctx, services) => {
   const { bucket, key } = requireKey(ctx);
   const versionId = ctx.query.get('versionId');
   if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: key, VersionId: versionId } });
-  await deleteOne(ctx, services, bucket, key, writeConditionsFrom(ctx.headers), 'DeleteObject');
+  await deleteOne(ctx, services, bucket, key, deleteConditionsFrom(ctx.headers), 'DeleteObject');
   return emptyResponse(204);
 };
 
@@ -47,18 +77,32 @@ export const MAX_DELETE_KEYS = 1000;
 
 interface DeleteEntry {
   key: string;
-  etag?: string;
+  versionId?: string;
+  conditions: WriteConditions;
+}
+
+function optionalText(value: unknown): string | undefined {
+  if (value !== undefined && typeof value !== 'string') throw new S3Error('MalformedXML');
+  return value;
 }
 
 function parseDelete(doc: Record<string, unknown>): { quiet: boolean; entries: DeleteEntry[] } {
-  const root = doc.Delete as { Quiet?: string; Object?: Array<{ Key?: unknown; ETag?: unknown; VersionId?: unknown }> } | undefined;
+  const root = doc.Delete as { Quiet?: string; Object?: Array<{ Key?: unknown; ETag?: unknown; VersionId?: unknown; Size?: unknown; LastModifiedTime?: unknown }> } | undefined;
   if (!root || typeof root !== 'object') throw new S3Error('MalformedXML');
   const objects = root.Object ?? [];
   if (objects.length === 0 || objects.length > MAX_DELETE_KEYS) throw new S3Error('MalformedXML');
-  const entries = objects.map((o) => {
+  const entries = objects.map((o): DeleteEntry => {
     if (typeof o !== 'object' || o === null || typeof o.Key !== 'string' || o.Key === '') throw new S3Error('MalformedXML');
-    if (o.VersionId !== undefined && o.VersionId !== 'null') throw new S3Error('NotImplemented', 'casket buckets are unversioned: VersionId must be "null".');
-    return { key: o.Key, ...(typeof o.ETag === 'string' && { etag: o.ETag }) };
+    if (o.VersionId !== undefined && typeof o.VersionId !== 'string') throw new S3Error('MalformedXML');
+    const etag = optionalText(o.ETag);
+    const size = optionalText(o.Size);
+    const time = optionalText(o.LastModifiedTime);
+    const conditions: WriteConditions = {
+      ...(etag !== undefined && { ifMatch: parseETagList(etag) }),
+      ...(size !== undefined && { ifMatchSize: parseSize(size, 'Size') }),
+      ...(time !== undefined && { ifMatchLastModifiedTime: parseTime(time, 'LastModifiedTime') }),
+    };
+    return { key: o.Key, ...(o.VersionId !== undefined && { versionId: o.VersionId }), conditions };
   });
   return { quiet: String(root.Quiet ?? '').trim().toLowerCase() === 'true', entries };
 }
@@ -73,14 +117,16 @@ export const DeleteObjects: Handler = async (ctx, services) => {
   const deleted: XmlObject[] = [];
   const errors: XmlObject[] = [];
   for (const entry of entries) {
-    const conditions: WriteConditions = entry.etag !== undefined ? { ifMatch: parseETagList(entry.etag) } : {};
+    const version = entry.versionId !== undefined ? { VersionId: entry.versionId } : {};
     try {
-      await deleteOne(ctx, services, bucket, entry.key, conditions, 'DeleteObjects');
-      if (!quiet) deleted.push({ Key: entry.key });
+      // Buckets are unversioned: "null" is the one version there is.
+      if (entry.versionId !== undefined && entry.versionId !== 'null') throw new S3Error('NoSuchVersion');
+      await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects');
+      if (!quiet) deleted.push({ Key: entry.key, ...version });
     } catch (e) {
       const err = e instanceof Refusal ? refusalError(e, ctx.etagSuffix) : isS3Error(e) ? e : undefined;
       if (!err) throw e;
-      errors.push({ Key: entry.key, Code: err.code, Message: err.message, ...(err.fields.CurrentETag !== undefined && { CurrentETag: err.fields.CurrentETag }) });
+      errors.push({ Key: entry.key, ...version, Code: err.code, Message: err.message, ...(err.fields.CurrentETag !== undefined && { CurrentETag: err.fields.CurrentETag }) });
     }
   }
   return xmlResponse('DeleteResult', { Deleted: deleted, Error: errors });

@@ -4,10 +4,14 @@
  * prefix, delimiter, marker / continuation-token / start-after, max-keys
  * (at most 1000), encoding-type=url, fetch-owner. ETags are casket's, in the
  * client's form, without a HEAD per key. V1 returns Owner always, V2 only
- * with fetch-owner=true, as S3 does.
+ * with fetch-owner=true, as S3 does. With encoding-type=url, keys, Prefix,
+ * Delimiter, StartAfter, Marker / NextMarker and common prefixes are encoded
+ * as AWS encodes them (vocabulary/url-encoding.ts: `/` stays, space is `+`);
+ * continuation tokens are opaque and never encoded.
  */
 import type { ListObjectsResult, ObjectInfo } from '../../backends/types.js';
 import { formatETag } from '../../vocabulary/etag.js';
+import { listingURLEncode } from '../../vocabulary/url-encoding.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket } from '../context.js';
@@ -23,11 +27,11 @@ export function parseMaxKeys(value: string | null, name = 'max-keys'): number {
   return Math.min(Number(value), MAX_KEYS);
 }
 
-function encoder(ctx: RequestContext): (s: string) => string {
+export function encoder(ctx: RequestContext): (s: string) => string {
   const type = ctx.query.get('encoding-type');
   if (type === null) return (s) => s;
   if (type !== 'url') throw new S3Error('InvalidArgument', { message: 'Invalid Encoding Method specified in Request', fields: { ArgumentName: 'encoding-type', ArgumentValue: type } });
-  return (s) => encodeURIComponent(s);
+  return listingURLEncode;
 }
 
 function contents(objects: ObjectInfo[], ctx: RequestContext, enc: (s: string) => string, owner: boolean): XmlObject[] {

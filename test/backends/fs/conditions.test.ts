@@ -127,6 +127,17 @@ describe('conditionHolds (pure)', () => {
     const current = state === 'absent' ? null : CURRENT_ETAG;
     expect(conditionHolds(condition, current)).toBe(expected === 'write');
   });
+
+  it('a size / last-modified condition binds an existing version only, to the second, and fails closed without its facts', () => {
+    const facts = { size: 5, lastModified: new Date('2026-01-01T00:00:00.400Z') };
+    const sized: CommitCondition = { type: 'none', size: 5, lastModified: new Date('2026-01-01T00:00:00.900Z') };
+    expect(conditionHolds(sized, CURRENT_ETAG, facts)).toBe(true);
+    expect(conditionHolds({ ...sized, size: 6 }, CURRENT_ETAG, facts)).toBe(false);
+    expect(conditionHolds({ ...sized, lastModified: new Date('2026-01-01T00:00:01Z') }, CURRENT_ETAG, facts)).toBe(false);
+    expect(conditionHolds({ ...sized, size: 6 }, null)).toBe(true);
+    expect(conditionHolds(sized, CURRENT_ETAG)).toBe(false);
+    expect(conditionHolds({ type: 'if-match', etags: ['other'], size: 5 }, CURRENT_ETAG, facts)).toBe(false);
+  });
 });
 
 describe('concurrency', () => {

@@ -131,7 +131,8 @@ describe('CompleteMultipartUpload', () => {
     ]);
     const none = { condition: { type: 'none' as const } };
     await expectS3Error(store.completeMultipartUpload('bkt', 'mp', uploadId, [completed[1]!, completed[0]!], none), 'InvalidPartOrder');
-    await expectS3Error(store.completeMultipartUpload('bkt', 'mp', uploadId, [completed[0]!, completed[0]!], none), 'InvalidPartOrder');
+    // A part number listed twice names one part (a part sent twice): one of its listed ETags must be the part's.
+    await expectS3Error(store.completeMultipartUpload('bkt', 'mp', uploadId, [{ partNumber: 1, etag: md5Hex('a') }, { partNumber: 1, etag: md5Hex('b') }], none), 'InvalidPart');
     await expectS3Error(store.completeMultipartUpload('bkt', 'mp', uploadId, [completed[0]!, { partNumber: 4, etag: completed[0]!.etag }], none), 'InvalidPart');
     await expectS3Error(store.completeMultipartUpload('bkt', 'mp', uploadId, [{ partNumber: 1, etag: md5Hex('nope') }], none), 'InvalidPart');
     await expectS3Error(store.completeMultipartUpload('bkt', 'mp', uploadId, [completed[1]!, completed[2]!], none), 'EntityTooSmall');

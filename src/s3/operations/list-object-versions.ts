@@ -1,0 +1,74 @@
+/**
+ * ListObjectVersions (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html)
+ * as S3 answers it for a bucket that never had versioning enabled — and
+ * casket's buckets are unversioned: every object once, as a <Version> with
+ * VersionId `null` and IsLatest true, no delete markers. Cleanup tools
+ * (`aws s3api list-object-versions`, boto3's bucket.object_versions,
+ * `rclone purge`) list versions before deleting them with VersionId=null.
+ *
+ * Built on the object listing (Backend.listObjects), so ETags are casket's
+ * SHA-256 ones on every backend — an upstream's own version listing, with its
+ * MD5 ETags and its own version ids, is never passed through. Paging:
+ * key-marker (keys after it), version-id-marker (only `null`, only with a
+ * key-marker: after that key's one version), NextKeyMarker /
+ * NextVersionIdMarker when truncated; prefix, delimiter + CommonPrefixes,
+ * max-keys (at most 1000), encoding-type=url (keys, Prefix, Delimiter,
+ * KeyMarker, NextKeyMarker, common prefixes).
+ *
+ * Known gap: a bucket whose upstream has versioning enabled (around casket,
+ * or through a forwarded PutBucketVersioning) still lists only its current
+ * objects here: casket serves no noncurrent version.
+ */
+import { S3Error } from '../../vocabulary/errors.js';
+import { formatETag } from '../../vocabulary/etag.js';
+import type { Handler } from '../context.js';
+import { requireBucket } from '../context.js';
+import { xmlDate, xmlResponse } from '../respond.js';
+import { OWNER } from './buckets.js';
+import { encoder, parseMaxKeys } from './list-objects.js';
+
+/** The one version an object of an unversioned bucket has. */
+const NULL_VERSION = 'null';
+
+export const ListObjectVersions: Handler = async (ctx, { backend }) => {
+  const bucket = requireBucket(ctx);
+  const enc = encoder(ctx);
+  const maxKeys = parseMaxKeys(ctx.query.get('max-keys'));
+  const prefix = ctx.query.get('prefix') ?? '';
+  const delimiter = ctx.query.get('delimiter') || undefined;
+  const keyMarker = ctx.query.get('key-marker') ?? '';
+  const versionIdMarker = ctx.query.get('version-id-marker') ?? '';
+  if (versionIdMarker !== '' && keyMarker === '') {
+    throw new S3Error('InvalidArgument', { message: 'A version-id marker cannot be specified without a key marker.', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
+  }
+  if (versionIdMarker !== '' && versionIdMarker !== NULL_VERSION) {
+    throw new S3Error('InvalidArgument', { message: 'Invalid version id specified', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
+  }
+  // Each key has one version, so "after key K's null version" is "after K".
+  const result = await backend.listObjects(bucket, { prefix, delimiter, after: keyMarker || undefined, maxKeys });
+  const next = result.isTruncated ? result.nextAfter : undefined;
+  const nextIsPrefix = next !== undefined && result.commonPrefixes.includes(next);
+  return xmlResponse('ListVersionsResult', {
+    Name: bucket,
+    Prefix: enc(prefix),
+    KeyMarker: enc(keyMarker),
+    VersionIdMarker: versionIdMarker,
+    NextKeyMarker: next !== undefined ? enc(next) : undefined,
+    NextVersionIdMarker: next !== undefined && !nextIsPrefix ? NULL_VERSION : undefined,
+    MaxKeys: maxKeys,
+    Delimiter: delimiter !== undefined ? enc(delimiter) : undefined,
+    IsTruncated: result.isTruncated,
+    EncodingType: ctx.query.get('encoding-type') ?? undefined,
+    Version: result.objects.map((o) => ({
+      Key: enc(o.key),
+      VersionId: NULL_VERSION,
+      IsLatest: true,
+      LastModified: xmlDate(o.lastModified),
+      ETag: formatETag(o.etag, ctx.etagSuffix),
+      Size: o.size,
+      Owner: OWNER,
+      StorageClass: 'STANDARD',
+    })),
+    CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
+  });
+};
