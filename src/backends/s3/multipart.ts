@@ -83,7 +83,7 @@ export class Multipart {
       // One part number at a time per upload in this process: the upload
       // that finishes last is the part upstream AND the digest recorded, so
       // the two never disagree when a part is sent twice concurrently.
-      await this.partLock.run(`${uploadId}\0${partNumber}`, async () => {
+      await this.partLock.exclusive(`${uploadId}\0${partNumber}`, async () => {
         await drain(await this.client.ok(req));
         await this.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size });
       });
