@@ -140,20 +140,43 @@ export function globCouldMatchPrefix(pattern: string, prefix: string): boolean {
   return true;
 }
 
+/**
+ * Patterns compiled once (a bounded cache shared by every policy, including
+ * session policies read back from the state store): most are a literal or a
+ * literal followed by one `*`, which need no backtracking at all.
+ */
+const MATCHERS = new Map<string, (text: string) => boolean>();
+const MAX_MATCHERS = 10_000;
+
+function matcher(pattern: string): (text: string) => boolean {
+  let m = MATCHERS.get(pattern);
+  if (m) return m;
+  const star = pattern.indexOf('*');
+  const wild = star >= 0 || pattern.includes('?');
+  if (!wild) m = (text) => text === pattern;
+  else if (star === pattern.length - 1 && !pattern.includes('?')) {
+    const prefix = pattern.slice(0, -1);
+    m = (text) => text.startsWith(prefix);
+  } else m = (text) => globMatch(pattern, text);
+  if (MATCHERS.size >= MAX_MATCHERS) MATCHERS.clear();
+  MATCHERS.set(pattern, m);
+  return m;
+}
+
 function conditionHolds(c: Statement['conditions'][number], context: Record<string, string> | undefined): boolean {
   const value = context?.[c.key];
   const negated = c.operator === 'StringNotEquals' || c.operator === 'StringNotLike';
   if (value === undefined) return negated;
   const like = c.operator === 'StringLike' || c.operator === 'StringNotLike';
-  const any = c.values.some((v) => (like ? globMatch(v, value) : v === value));
+  const any = c.values.some((v) => (like ? matcher(v)(value) : v === value));
   return negated ? !any : any;
 }
 
-function statementApplies(s: Statement, access: Access): boolean {
-  const action = access.action.toLowerCase();
+/** `action` already lowercased. */
+function statementApplies(s: Statement, action: string, access: Access): boolean {
   return (
-    s.actions.some((a) => globMatch(a, action)) &&
-    s.resources.some((r) => globMatch(r, access.resource)) &&
+    s.actions.some((a) => matcher(a)(action)) &&
+    s.resources.some((r) => matcher(r)(access.resource)) &&
     s.conditions.every((c) => conditionHolds(c, access.context))
   );
 }
@@ -161,8 +184,9 @@ function statementApplies(s: Statement, access: Access): boolean {
 /** One policy's decision on one access: a matching Deny wins over any Allow. */
 export function evaluate(policy: Policy, access: Access): Decision {
   let allowed = false;
+  const action = access.action.toLowerCase();
   for (const s of policy.statements) {
-    if (!statementApplies(s, access)) continue;
+    if (!statementApplies(s, action, access)) continue;
     if (s.effect === 'Deny') return 'explicit-deny';
     allowed = true;
   }
