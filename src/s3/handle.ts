@@ -102,6 +102,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
       outcome.response = { status: sts.status, headers: sts.headers, body: sts.body };
       if (sts.accessKey !== undefined) outcome.accessKey = sts.accessKey;
       if (sts.internal !== undefined) outcome.internal = sts.internal;
+      if (sts.denial) outcome.denials = [sts.denial];
       outcome.response.headers['x-amz-request-id'] = requestId;
       return outcome;
     }

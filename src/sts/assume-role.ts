@@ -63,6 +63,8 @@ export interface StsResult {
   accessKey?: string;
   /** The STS error code of a refusal (for the request log). */
   errorCode?: string;
+  /** sts:AssumeRole refused by the caller's policy: logged and counted like any policy refusal. */
+  denial?: { action: string; resource: string; reason: 'explicit-deny' | 'no-allow' };
   internal?: unknown;
 }
 
@@ -153,6 +155,7 @@ export async function assumeRole(req: StsRequest, state: StateStore, options: St
     if (!caller.admin) {
       const decision = callerPolicies.length === 0 ? 'implicit-deny' : evaluateAll(callerPolicies, { action: 'sts:AssumeRole', resource: roleArn });
       if (decision !== 'allow') {
+        result.denial = { action: 'sts:AssumeRole', resource: roleArn, reason: decision === 'explicit-deny' ? 'explicit-deny' : 'no-allow' };
         const because = decision === 'explicit-deny' ? 'with an explicit deny in a policy' : 'because no policy allows the sts:AssumeRole action';
         throw new StsError('AccessDenied', 403, `User: ${caller.agent !== undefined ? `agent/${caller.agent}` : caller.accessKeyId} is not authorized to perform: sts:AssumeRole on resource: ${roleArn} ${because}`);
       }

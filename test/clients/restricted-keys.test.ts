@@ -58,6 +58,8 @@ afterAll(async () => {
 const exists = async (key: string) => admin.send(new HeadObjectCommand({ Bucket: bucket, Key: key })).then(() => true, () => false);
 const failed = (r: ToolResult) => expect(r.code, `${r.command}\n${r.stderr}`).not.toBe(0);
 
+/** Four tool runs per test: python tools take seconds each to start on two shared cores. */
+
 /** Per tool: put inside, list inside, get inside, delete inside; put and list outside refused. */
 interface Driver {
   put(file: string, key: string): Promise<ToolResult>;
@@ -121,7 +123,7 @@ describe.each(TOOLS.filter((t) => t !== 'minio' && available[t]) as Array<Exclud
     expect(readFileSync(down, 'utf8')).toBe(`hello from ${tool}\n`);
     ok(await d.remove(`${tool}/notes/up.txt`));
     expect(await exists(`${tool}/notes/up.txt`)).toBe(false);
-  });
+  }, 120_000);
 
   it('is refused outside it', async () => {
     const src = join(work, 'out.txt');
@@ -129,7 +131,7 @@ describe.each(TOOLS.filter((t) => t !== 'minio' && available[t]) as Array<Exclud
     failed(await d.put(src, `elsewhere/${tool}.txt`));
     expect(await exists(`elsewhere/${tool}.txt`)).toBe(false);
     failed(await d.list('elsewhere/'));
-  });
+  }, 120_000);
 });
 
 describe('minio-js with a key limited to its prefix', () => {

@@ -103,6 +103,9 @@ describe('AssumeRole with the JS SDK', () => {
     expect((await failure(minted.send(new PutObjectCommand({ Bucket: bucket, Key: 'top.txt', Body: 'x', IfNoneMatch: '*' })))).status).toBe(403);
     const refused = await failure(mint(casket.keys.plain!));
     expect({ name: refused.name, status: refused.status }).toEqual({ name: 'AccessDenied', status: 403 });
+    // Counted when the response is over, which the client may see first: poll.
+    const counted = async () => /casket_access_denied_total\{reason="no-allow",action="sts:AssumeRole"\} 1/.test(await (await fetch(`${casket.url}/_casket/metrics`)).text());
+    await until(counted, 'the sts:AssumeRole refusal counted');
   });
 
   it('refuses what STS refuses: a RoleArn that names no agent, a duration out of range, a malformed policy', async () => {
