@@ -70,7 +70,10 @@ async function main(): Promise<void> {
   }
   const casket = await startCasket(config, credentials, log);
   const reload = (why: string) => {
-    if (credentialsFile === undefined) return;
+    if (credentialsFile === undefined) {
+      log.info({ why }, 'no --credentials file: nothing to reload');
+      return;
+    }
     try {
       const next = buildConfig(raw, parseCredentialsFile(readFileSync(credentialsFile, 'utf8'), credentialsFile)).credentials;
       if (next.length === 0) throw new ConfigError(`${credentialsFile}: no credentials`);
