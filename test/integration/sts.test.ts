@@ -7,6 +7,7 @@
  */
 import { CreateBucketCommand, GetObjectCommand, HeadBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { AssumeRoleCommand, STSClient, type Credentials } from '@aws-sdk/client-sts';
+import { SignatureV4 } from '@smithy/signature-v4';
 import { execFileSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { introspect } from '../helpers/agents.js';
@@ -15,6 +16,7 @@ import { bytes, failure, sdk } from '../helpers/clients.js';
 import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
 import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
+import { Sha256 } from '../helpers/sha256.js';
 import { need } from '../helpers/tools.js';
 
 const bucket = 'sts';
@@ -78,6 +80,18 @@ describe('AssumeRole with the JS SDK', () => {
       ['alice', c.AccessKeyId],
       ['alice', c.AccessKeyId],
     ]);
+  });
+
+  it('a presigned URL made with the credentials works (X-Amz-Security-Token in the query)', async () => {
+    const c = await mint(casket.admin);
+    const u = new URL(casket.url);
+    // As @aws-sdk/s3-request-presigner presigns: the payload declared unsigned, hoisted into the query.
+    const signer = new SignatureV4({ credentials: { accessKeyId: c.AccessKeyId!, secretAccessKey: c.SecretAccessKey!, sessionToken: c.SessionToken! }, region: 'us-east-1', service: 's3', sha256: Sha256 as never, uriEscapePath: false });
+    const presigned = await signer.presign({ method: 'GET', protocol: 'http:', hostname: u.hostname, port: Number(u.port), path: `/${bucket}/agents/alice/a.txt`, headers: { host: u.host, 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' } }, { expiresIn: 300 });
+    expect(presigned.query?.['X-Amz-Security-Token']).toBe(c.SessionToken);
+    const query = new URLSearchParams(presigned.query as Record<string, string>).toString();
+    const res = await fetch(`${casket.url}/${bucket}/agents/alice/a.txt?${query}`);
+    expect({ status: res.status, body: await res.text() }).toEqual({ status: 200, body: 'two' });
   });
 
   it('a request without the session token is refused: the key alone is unknown', async () => {
