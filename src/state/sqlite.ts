@@ -115,6 +115,7 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM part_digests WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE keep_until < ?').run(Date.now());
+      this.db.prepare('DELETE FROM sessions WHERE access_key IN (SELECT access_key FROM sessions ORDER BY keep_until DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
       this.db.prepare('DELETE FROM etag_index WHERE (bucket, key, upstream_etag) IN (SELECT bucket, key, upstream_etag FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);

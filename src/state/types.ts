@@ -137,7 +137,11 @@ export interface StateStore {
   getPartDigests(uploadId: string): Promise<PartDigest[]>;
   deletePartDigests(uploadId: string): Promise<void>;
 
-  /** STS: keeps a minted credential until SESSION_GRACE_MS past its expiry. */
+  /**
+   * STS: keeps a minted credential until SESSION_GRACE_MS past its expiry
+   * (memory and sqlite also keep at most maxEntries, forgetting the oldest
+   * (memory) or soonest to expire (sqlite) first; redis is bounded by that expiry alone, as its ETag index).
+   */
   putSession(session: SessionRecord): Promise<void>;
   /** The record, expired or revoked ones included, while it is kept. */
   getSession(accessKeyId: string): Promise<SessionRecord | undefined>;
