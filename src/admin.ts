@@ -4,7 +4,9 @@
  *   GET /_casket/agents/{agent}/stamps  — what the agent last read of each key,
  *       whether whole, and whether someone else has written since (stale);
  *   GET /_casket/writes?bucket=&key=&agent=&limit= — the write log, newest
- *       first: who replaced which version with which, when.
+ *       first: who replaced which version with which, when;
+ *   DELETE /_casket/sessions/{accessKeyId} — revokes a credential minted by
+ *       STS AssumeRole (DESIGN §7) on every replica sharing the state store.
  * JSON, because the consumers are programs, not S3 clients. ETags are
  * quoted as S3 shows them everywhere else, so one can go straight into an
  * If-Match.
@@ -66,4 +68,10 @@ export async function writeLog(req: SignedRequest, lookup: CredentialLookup, ser
     ...(newETag !== undefined && { newETag: quoted(newETag) }),
   }));
   return { status: 200, body: { writes } };
+}
+
+export async function revokeSession(req: SignedRequest, lookup: CredentialLookup, services: Services, accessKeyId: string): Promise<AdminResponse> {
+  authorize(req, lookup);
+  const revoked = await services.state.revokeSession(accessKeyId);
+  return { status: revoked ? 200 : 404, body: { accessKeyId, revoked } };
 }

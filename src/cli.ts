@@ -4,9 +4,14 @@
  * process.* (argv, env, exit, signals, stdout). With no credentials given it
  * makes one admin credential on first start, keeps it in the data dir
  * (mode 0600) and prints it with the endpoint.
+ *
+ * Credentials and their policies reload without a restart (DESIGN §7): on
+ * SIGHUP and when the credentials file changes (polled with fs.watchFile,
+ * which also sees editors that replace the file by renaming). A file that
+ * does not parse keeps the credentials in force and logs why.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, unwatchFile, watchFile, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Credential } from './auth/credentials.js';
 import { buildConfig, ConfigError, OPTIONS, parseArgs, parseCredentialsFile, withFile, type Config } from './config.js';
@@ -59,7 +64,31 @@ async function main(): Promise<void> {
     credentials = [g.credential];
     generated = g.credential;
   }
+  const credentialsFile = raw.credentials;
+  if (credentialsFile !== undefined && (statSync(credentialsFile).mode & 0o077) !== 0) {
+    log.warn({ file: credentialsFile, mode: (statSync(credentialsFile).mode & 0o777).toString(8) }, 'the credentials file is readable by group or others: chmod 600 it');
+  }
   const casket = await startCasket(config, credentials, log);
+  const reload = (why: string) => {
+    if (credentialsFile === undefined) {
+      log.info({ why }, 'no --credentials file: nothing to reload');
+      return;
+    }
+    try {
+      const next = buildConfig(raw, parseCredentialsFile(readFileSync(credentialsFile, 'utf8'), credentialsFile)).credentials;
+      if (next.length === 0) throw new ConfigError(`${credentialsFile}: no credentials`);
+      casket.reloadCredentials(next);
+      log.info({ file: credentialsFile, why, credentials: next.length }, 'credentials reloaded');
+    } catch (e) {
+      log.error({ file: credentialsFile, why, err: e instanceof ConfigError ? e.message : e }, 'credentials not reloaded: keeping the previous ones');
+    }
+  };
+  process.on('SIGHUP', () => reload('SIGHUP'));
+  if (credentialsFile !== undefined) {
+    watchFile(credentialsFile, { interval: 1000 }, (now, before) => {
+      if (now.mtimeMs !== before.mtimeMs || now.ino !== before.ino || now.size !== before.size) reload('file changed');
+    }).unref();
+  }
   // The banner first: whoever waits for the ready line can read it already.
   if (generated) {
     process.stderr.write(
@@ -86,6 +115,7 @@ async function main(): Promise<void> {
     if (closing) return;
     closing = true;
     log.info({ signal }, 'casket is stopping');
+    if (credentialsFile !== undefined) unwatchFile(credentialsFile);
     casket.close().then(
       () => process.exit(0),
       (e: unknown) => {

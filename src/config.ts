@@ -5,6 +5,7 @@
  * and env in; nothing here touches process.*.
  */
 import type { Credential } from './auth/credentials.js';
+import { parsePolicy, PolicyError, type Policy } from './auth/policy.js';
 import type { AgentWritePolicy, GuardMode } from './guard/guard.js';
 
 export type EtagSuffixPolicy = 'auto' | 'always' | 'never';
@@ -49,6 +50,8 @@ export interface Config {
   /** Smallest part but the last of a multipart upload (S3: 5 MiB). */
   minPartSize: number;
   logLevel: string;
+  /** Shortest DurationSeconds STS AssumeRole accepts (AWS: 900). */
+  stsMinDurationSeconds: number;
 }
 
 interface Option {
@@ -62,7 +65,7 @@ interface Option {
 type RawConfig = Record<
   | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
-  | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
+  | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'logLevel' | 'config',
   string | undefined
 >;
@@ -94,6 +97,7 @@ export const OPTIONS: Option[] = [
   { flag: '--fsync', env: 'CASKET_FSYNC', key: 'fsync', help: 'true (default) | false: fsync object data before commit' },
   { flag: '--min-part-size', env: 'CASKET_MIN_PART_SIZE', key: 'minPartSize', help: 'smallest multipart part but the last, bytes (default 5242880)' },
   { flag: '--log-level', env: 'CASKET_LOG_LEVEL', key: 'logLevel', help: 'info (default) | debug | warn | error | silent' },
+  { flag: '--sts-min-duration', env: 'CASKET_STS_MIN_DURATION', key: 'stsMinDuration', help: 'shortest DurationSeconds STS AssumeRole accepts (default 900, as AWS)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -184,11 +188,15 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     ...(raw.tlsKey !== undefined && { tlsKey: raw.tlsKey }),
     fsync: oneOf('--fsync', raw.fsync, ['true', 'false'] as const, 'true') === 'true',
     minPartSize: integer('--min-part-size', raw.minPartSize, 5 * 1024 * 1024),
+    stsMinDurationSeconds: integer('--sts-min-duration', raw.stsMinDuration, 900, 1),
     logLevel: oneOf('--log-level', raw.logLevel, ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
   };
 }
 
-/** Parses a credentials file: `{ "credentials": [{ "accessKey", "secretKey", "agent"?, "admin"? }] }`. */
+/**
+ * Parses a credentials file: `{ "credentials": [{ "accessKey", "secretKey", "agent"?, "admin"?, "policy"? }] }`.
+ * `policy` is an IAM-style policy document (auth/policy.ts); an entry without one keeps full rights.
+ */
 export function parseCredentialsFile(text: string, source: string): Credential[] {
   let doc: unknown;
   try {
@@ -207,6 +215,13 @@ export function parseCredentialsFile(text: string, source: string): Credential[]
     if (seen.has(e.accessKey)) throw new ConfigError(`${source}: access key ${e.accessKey} appears twice`);
     seen.add(e.accessKey);
     if (e.agent !== undefined && (typeof e.agent !== 'string' || e.agent === '')) throw new ConfigError(`${source}: credentials[${i}].agent must be a non-empty string`);
-    return { accessKeyId: e.accessKey, secretAccessKey: e.secretKey, ...(typeof e.agent === 'string' && { agent: e.agent }), ...(e.admin === true && { admin: true }) };
+    let policy: Policy | undefined;
+    try {
+      if (e.policy !== undefined) policy = parsePolicy(e.policy);
+    } catch (error) {
+      if (error instanceof PolicyError) throw new ConfigError(`${source}: credentials[${i}].policy: ${error.message}`);
+      throw error;
+    }
+    return { accessKeyId: e.accessKey, secretAccessKey: e.secretKey, ...(typeof e.agent === 'string' && { agent: e.agent }), ...(e.admin === true && { admin: true }), ...(policy && { policies: [policy] }) };
   });
 }

@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics at /_casket/metrics (DESIGN §5): requests by operation
- * and status, refusals (412/428) by reason and whether enforced, bytes in and
+ * and status, refusals (412/428) by reason and whether enforced, policy
+ * refusals (403 AccessDenied) by reason and action, bytes in and
  * out, request and upstream latency. prom-client is the maintained Prometheus
  * client for Node; one registry per server so tests can run several.
  */
@@ -10,6 +11,7 @@ export class Metrics {
   readonly registry = new Registry();
   readonly requests = new Counter({ name: 'casket_requests_total', help: 'S3 requests by operation and HTTP status', labelNames: ['operation', 'status'] as const, registers: [this.registry] });
   readonly refusals = new Counter({ name: 'casket_refusals_total', help: 'Writes refused (or, in observe mode, that would have been) by reason', labelNames: ['reason', 'enforced'] as const, registers: [this.registry] });
+  readonly accessDenied = new Counter({ name: 'casket_access_denied_total', help: 'Requests (or DeleteObjects keys) a credential policy refused, by reason and action', labelNames: ['reason', 'action'] as const, registers: [this.registry] });
   readonly bytesReceived = new Counter({ name: 'casket_bytes_received_total', help: 'Request body bytes received', registers: [this.registry] });
   readonly bytesSent = new Counter({ name: 'casket_bytes_sent_total', help: 'Response bytes sent', registers: [this.registry] });
   readonly duration = new Histogram({ name: 'casket_request_duration_seconds', help: 'Time to the end of the response, by operation', labelNames: ['operation'] as const, buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60], registers: [this.registry] });

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
-import { agentStamps, writeLog, type AdminResponse } from './admin.js';
+import { agentStamps, revokeSession, writeLog, type AdminResponse } from './admin.js';
 import { isS3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
@@ -47,6 +47,8 @@ export interface Casket {
   app: Hono<{ Bindings: NodeBindings }>;
   services: Services;
   metrics: Metrics;
+  /** Replaces the static credentials and their policies for every request from now on (SIGHUP, a changed file). */
+  reloadCredentials(credentials: Credential[]): void;
   close(): Promise<void>;
 }
 
@@ -151,6 +153,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     ...(config.domain !== undefined && { domain: config.domain }),
     agentHeader: config.agentHeader,
     etagSuffix: config.etagSuffix,
+    stsMinDurationSeconds: config.stsMinDurationSeconds,
   };
 
   const record = (outcome: Outcome, started: bigint, complete: boolean, bytesOut: number, bytesIn: number) => {
@@ -171,7 +174,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
       ...(outcome.error && { error: outcome.error.code, reason: outcome.error.headers['x-casket-reason'] }),
       ms: Math.round(seconds * 1000 * 10) / 10,
       ...(!complete && { aborted: true }),
+      // Policy refusals (DESIGN §7): which action on which resource, and why.
+      ...(outcome.denials && { denied: outcome.denials }),
     };
+    for (const d of outcome.denials ?? []) metrics.accessDenied.inc({ reason: d.reason, action: d.action });
     if (outcome.internal) log.error({ ...line, err: outcome.internal }, 'request failed');
     else log.info(line, 'request');
   };
@@ -179,13 +185,13 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const app = new Hono<{ Bindings: NodeBindings }>();
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
   app.get('/_casket/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
-  const admin = async (c: { env?: NodeBindings; json: (body: unknown, status: 200 | 403 | 500) => Response }, run: (req: ReturnType<typeof signedRequestFromNode>) => Promise<AdminResponse>) => {
+  const admin = async (c: { env?: NodeBindings; json: (body: unknown, status: 200 | 403 | 404 | 500) => Response }, run: (req: ReturnType<typeof signedRequestFromNode>) => Promise<AdminResponse>) => {
     const incoming = c.env?.incoming;
     if (!incoming) return c.json({ error: 'introspection needs a socket' }, 500);
     const req = signedRequestFromNode(incoming.method ?? 'GET', incoming.url ?? '/', incoming.rawHeaders);
     try {
       const res = await run(req);
-      return c.json(res.body, 200);
+      return c.json(res.body, res.status === 404 ? 404 : 200);
     } catch (e) {
       if (isS3Error(e)) return c.json({ error: e.code, message: e.message }, 403);
       log.error({ err: e }, 'introspection failed');
@@ -193,6 +199,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     }
   };
   app.get('/_casket/agents/:agent/stamps', (c) => admin(c, (req) => agentStamps(req, options.lookup, services, c.req.param('agent'))));
+  app.delete('/_casket/sessions/:accessKeyId', (c) => admin(c, (req) => revokeSession(req, options.lookup, services, c.req.param('accessKeyId'))));
   app.get('/_casket/writes', (c) => admin(c, (req) => writeLog(req, options.lookup, services, new URL(c.req.url).searchParams)));
   app.all('*', async (c) => {
     const started = process.hrtime.bigint();
@@ -265,6 +272,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
     app,
     services,
     metrics,
+    reloadCredentials: (credentials) => {
+      // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
+      options.lookup = staticCredentials(credentials);
+    },
     close: async () => {
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

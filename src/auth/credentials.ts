@@ -6,9 +6,11 @@
  * casket adds two bindings of its own (DESIGN §4): a key may be bound to an
  * agent, and a key may be an admin key (introspection endpoints).
  *
- * Known gaps: no session tokens (x-amz-security-token is neither required nor
- * checked), no per-key bucket policies.
+ * A credential may carry IAM-style policies (auth/policy.ts, DESIGN §7): a
+ * request must pass every one (a minted session: the caller's policy and the
+ * session policy). None at all: full rights.
  */
+import type { Policy } from './policy.js';
 
 export interface Credential {
   accessKeyId: string;
@@ -16,6 +18,8 @@ export interface Credential {
   /** The agent this key is bound to: requests signed with it are that agent's. */
   agent?: string;
   admin?: boolean;
+  /** Every one must allow a request; absent or empty: no restriction (DESIGN §7). */
+  policies?: readonly Policy[];
 }
 
 /** Finds the credential for an access key ID; undefined when casket never issued it. */

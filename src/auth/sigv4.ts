@@ -25,7 +25,9 @@
  * - S3 refuses requests carrying unsigned x-amz-* headers; casket does not (it
  *   reports the signed header names in AuthResult.signedHeaders instead, so the
  *   HTTP layer can decide what an unsigned header may influence).
- * - x-amz-security-token (session credentials) is not supported.
+ * - x-amz-security-token (session credentials minted by casket's STS) is
+ *   checked before this runs (auth/sessions.ts): the lookup passed in already
+ *   knows the session's key, or does not.
  * - POST policy (browser form upload) auth is not handled here.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
@@ -93,12 +95,23 @@ const UNSUPPORTED_MECHANISM = 'The authorization mechanism you have provided is 
 const ONE_MECHANISM =
   'Only one auth mechanism allowed; only the X-Amz-Algorithm query parameter, Signature query string parameter or the Authorization header should be specified';
 
+/** For services other than S3 (casket's STS endpoint): the signing service and the body's SHA-256. */
+export interface VerifyOptions {
+  /** Service named in the credential scope; default "s3". */
+  service?: string;
+  /**
+   * Hex SHA-256 of the body, already read: services other than S3 send no
+   * x-amz-content-sha256 header and sign the body's hash.
+   */
+  payloadSha256?: string;
+}
+
 /**
  * Verifies a request's SigV4 signature.
  * Returns null when the request carries no credentials at all (anonymous);
  * throws S3Error for anything else that does not verify.
  */
-export function verifySigV4(req: SignedRequest, lookup: CredentialLookup, now: Date = new Date()): AuthResult | null {
+export function verifySigV4(req: SignedRequest, lookup: CredentialLookup, now: Date = new Date(), options: VerifyOptions = {}): AuthResult | null {
   const authorization = req.headers['authorization'];
   const query = parseQuery(req.rawQuery);
   const queryParam = (name: string): string | undefined => {
@@ -109,7 +122,7 @@ export function verifySigV4(req: SignedRequest, lookup: CredentialLookup, now: D
   const v2Query = queryParam('AWSAccessKeyId') !== undefined && queryParam('Signature') !== undefined;
 
   if (authorization !== undefined && (presignedSig || v2Query)) throw new S3Error('InvalidArgument', ONE_MECHANISM);
-  if (authorization !== undefined) return verifyHeaderAuth(req, authorization, query, lookup, now);
+  if (authorization !== undefined) return verifyHeaderAuth(req, authorization, query, lookup, now, options);
   if (presignedSig) return verifyPresigned(req, query, queryParam, lookup, now);
   if (v2Query) throw new S3Error('InvalidRequest', UNSUPPORTED_MECHANISM);
   return null;
@@ -135,6 +148,7 @@ function verifyHeaderAuth(
   query: QueryParam[],
   lookup: CredentialLookup,
   now: Date,
+  options: VerifyOptions,
 ): AuthResult {
   const trimmed = authorization.trim();
   const space = trimmed.search(/\s/);
@@ -159,7 +173,7 @@ function verifyHeaderAuth(
   if (signedHeadersField === undefined) throw malformedHeader('missing SignedHeaders.');
   if (signature === undefined) throw malformedHeader('missing Signature.');
 
-  const scope = parseCredentialScope(credentialField, (detail) => malformedHeader(detail));
+  const scope = parseCredentialScope(credentialField, (detail) => malformedHeader(detail), options.service);
   const credential = lookup(scope.accessKeyId);
   if (!credential) throw new S3Error('InvalidAccessKeyId', { fields: { AWSAccessKeyId: scope.accessKeyId } });
 
@@ -179,10 +193,11 @@ function verifyHeaderAuth(
 
   const signedHeaders = parseSignedHeaders(signedHeadersField, (detail) => malformedHeader(detail));
 
-  const contentSha256 = req.headers['x-amz-content-sha256'];
+  const contentSha256 = req.headers['x-amz-content-sha256'] ?? options.payloadSha256;
   if (contentSha256 === undefined) {
     throw new S3Error('InvalidRequest', 'Missing required header for this request: x-amz-content-sha256');
   }
+  if (options.payloadSha256 !== undefined && contentSha256.trim().toLowerCase() !== options.payloadSha256) throw new S3Error('XAmzContentSHA256Mismatch');
   const payload = classifyPayloadHash(contentSha256);
 
   const signingKey = signingKeyFor(credential.secretAccessKey, scope.date, scope.region, scope.service);
@@ -286,7 +301,7 @@ function verifyPresigned(
 
 // --- Shared pieces -----------------------------------------------------------------
 
-function parseCredentialScope(field: string, fail: (detail: string) => S3Error): ParsedScope {
+function parseCredentialScope(field: string, fail: (detail: string) => S3Error, expectedService = 's3'): ParsedScope {
   const parts = field.split('/');
   const expecting = 'the credential is mal-formed; expecting "<YOUR-AKID>/YYYYMMDD/REGION/SERVICE/aws4_request".';
   if (parts.length < 5) throw fail(expecting);
@@ -294,7 +309,7 @@ function parseCredentialScope(field: string, fail: (detail: string) => S3Error):
   const [date, region, service, terminal] = parts.slice(-4) as [string, string, string, string];
   const accessKeyId = parts.slice(0, -4).join('/');
   if (accessKeyId === '' || !/^\d{8}$/.test(date) || region === '' || terminal !== 'aws4_request') throw fail(expecting);
-  if (service !== 's3') throw fail(`incorrect service "${service}". This endpoint belongs to "s3".`);
+  if (service !== expectedService) throw fail(`incorrect service "${service}". This endpoint belongs to "${expectedService}".`);
   return { accessKeyId, date, region, service, scope: `${date}/${region}/${service}/aws4_request` };
 }
 

@@ -10,6 +10,7 @@ import type { Backend, Payload } from '../backends/types.js';
 import type { Guard } from '../guard/guard.js';
 import type { StateStore } from '../state/types.js';
 import type { Logger } from '../log.js';
+import type { AccessCheck } from './access.js';
 import type { Operation } from './operations.js';
 import type { S3Response } from './respond.js';
 
@@ -26,6 +27,8 @@ export interface RequestContext {
   accessKey: string | undefined;
   /** The agent making the request (DESIGN §4), or undefined for a person. */
   agent: string | undefined;
+  /** The credential's policies (DESIGN §7): checks beyond the one handle.ts made. */
+  access: AccessCheck;
   /** Show plain ETags as `<sha256>-1` to this client (DESIGN §2). */
   etagSuffix: boolean;
   /** Raw request body bytes; read them through `payload()`. */

@@ -16,7 +16,8 @@ export interface CopySource {
   reader: ObjectReader;
 }
 
-export async function openCopySource(backend: Backend, headers: Record<string, string>): Promise<CopySource> {
+/** The bucket and key `x-amz-copy-source` names (policies check read access on it before anything is opened). */
+export function parseCopySource(headers: Record<string, string>): { bucket: string; key: string } {
   const raw = headers['x-amz-copy-source'] ?? '';
   const [path = '', query = ''] = raw.split('?', 2);
   const trimmed = path.startsWith('/') ? path.slice(1) : path;
@@ -32,6 +33,11 @@ export async function openCopySource(backend: Backend, headers: Record<string, s
   }
   const versionId = new URLSearchParams(query).get('versionId');
   if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: key, VersionId: versionId } });
+  return { bucket, key };
+}
+
+export async function openCopySource(backend: Backend, headers: Record<string, string>): Promise<CopySource> {
+  const { bucket, key } = parseCopySource(headers);
   const reader = await backend.getObject(bucket, key);
   if (!reader) throw new S3Error('NoSuchKey', { fields: { Key: key } });
   try {

@@ -7,10 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Credential, CredentialLookup } from '../auth/credentials.js';
+import { sessionRequest, withSession } from '../auth/sessions.js';
 import { verifySignature } from '../auth/verify.js';
+import { assumeRole, isStsRequest } from '../sts/assume-role.js';
 import { resolveAgent } from '../guard/identity.js';
 import { Refusal } from '../guard/refusal.js';
 import type { EtagSuffixPolicy } from '../config.js';
+import { accessFor, type Denial } from './access.js';
+import { requiredAccess } from './actions.js';
 import { resolveTarget } from './addressing.js';
 import { payloadFactory, type RequestContext, type Services } from './context.js';
 import { detectOperation } from './detect.js';
@@ -36,17 +40,21 @@ export interface HandleOptions {
   domain?: string;
   agentHeader: string;
   etagSuffix: EtagSuffixPolicy;
+  /** Shortest DurationSeconds STS AssumeRole accepts (default 900, as AWS). */
+  stsMinDurationSeconds?: number;
 }
 
 export interface Outcome {
   response: S3Response;
   requestId: string;
-  operation?: Operation;
+  operation?: Operation | 'AssumeRole';
   bucket?: string;
   key?: string;
   agent?: string;
   accessKey?: string;
   error?: S3Error;
+  /** Accesses the credential's policies refused (DESIGN §7): logged and counted by server.ts. */
+  denials?: Denial[];
   /** An unexpected failure, rendered as InternalError: the caller logs it. */
   internal?: unknown;
 }
@@ -86,7 +94,22 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   let etagSuffix = options.etagSuffix === 'always';
   try {
     if (options.etagSuffix === 'auto') etagSuffix = wantsSuffixedETag(req.headers['user-agent']);
-    const auth = verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, options.lookup, options.domain !== undefined ? { domain: options.domain } : {});
+    if (isStsRequest(req.method, rawPath, rawQuery, req.headers) && resolveTarget(rawPath, req.headers.host, options.domain).bucket === undefined) {
+      // STS AssumeRole (DESIGN §7) on the same endpoint: its own wire format and errors.
+      outcome.operation = 'AssumeRole';
+      req.sendContinue();
+      const sts = await assumeRole({ ...req, rawPath, rawQuery }, services.state, { lookup: options.lookup, minDurationSeconds: options.stsMinDurationSeconds ?? 900 }, services.log, requestId);
+      outcome.response = { status: sts.status, headers: sts.headers, body: sts.body };
+      if (sts.accessKey !== undefined) outcome.accessKey = sts.accessKey;
+      if (sts.internal !== undefined) outcome.internal = sts.internal;
+      if (sts.denial) outcome.denials = [sts.denial];
+      outcome.response.headers['x-amz-request-id'] = requestId;
+      return outcome;
+    }
+    // Session credentials (x-amz-security-token) wait for the state store; static keys do not.
+    const session = sessionRequest(options.lookup, req.headers, rawQuery);
+    const lookup = session ? await withSession(options.lookup, services.state, session) : options.lookup;
+    const auth = verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, lookup, options.domain !== undefined ? { domain: options.domain } : {});
     const target = resolveTarget(rawPath, req.headers.host, options.domain);
     outcome.bucket = target.bucket;
     outcome.key = target.key;
@@ -100,6 +123,9 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     const agent = resolveAgent(credential?.agent, req.headers[options.agentHeader]);
     outcome.agent = agent;
     outcome.accessKey = credential?.accessKeyId;
+    // Policies (DESIGN §7): checked once here, before any handler asks for the body.
+    const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
+    for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key: target.key, query, headers: req.headers })) access.authorize(needed);
     const ctx: RequestContext = {
       requestId,
       operation,
@@ -111,6 +137,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
       auth,
       accessKey: credential?.accessKeyId,
       agent,
+      access,
       etagSuffix,
       body: req.body,
       payload: payloadFactory(req.body, auth, req.headers, req.sendContinue),

@@ -4,7 +4,7 @@
  * every touch makes the first entry the least recently used one to evict.
  */
 import { fullStamp, mergeRead } from './read-coverage.js';
-import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 const SEP = '\u0000';
 
@@ -15,6 +15,7 @@ export class MemoryStateStore implements StateStore {
   private readonly last = new Map<string, WriteLogEntry>();
   private readonly index = new Map<string, string>();
   private readonly parts = new Map<string, Map<number, PartDigest>>();
+  private readonly sessions = new Map<string, SessionRecord>();
 
   constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
 
@@ -112,6 +113,25 @@ export class MemoryStateStore implements StateStore {
 
   async deletePartDigests(uploadId: string): Promise<void> {
     this.parts.delete(uploadId);
+  }
+
+  async putSession(session: SessionRecord): Promise<void> {
+    const now = Date.now();
+    for (const [id, s] of this.sessions) if (s.expiresAt + SESSION_GRACE_MS < now) this.sessions.delete(id);
+    this.sessions.set(session.accessKeyId, { ...session });
+    while (this.sessions.size > this.limits.maxEntries) this.sessions.delete(this.sessions.keys().next().value!);
+  }
+
+  async getSession(accessKeyId: string): Promise<SessionRecord | undefined> {
+    const s = this.sessions.get(accessKeyId);
+    return s && s.expiresAt + SESSION_GRACE_MS >= Date.now() ? { ...s } : undefined;
+  }
+
+  async revokeSession(accessKeyId: string): Promise<boolean> {
+    const s = await this.getSession(accessKeyId);
+    if (!s) return false;
+    this.sessions.set(accessKeyId, { ...s, revoked: true });
+    return true;
   }
 
   async close(): Promise<void> {}

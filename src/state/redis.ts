@@ -33,6 +33,8 @@
  *   etag-index:<json>   string, PX ttl: one key per (bucket, key, upstream ETag), so
  *                       each entry expires on its own (hash fields expire only in 7.4+)
  *   parts:<uploadId>    hash partNumber -> JSON digest, PEXPIRE ttl on every put
+ *   session:<accessKey> string, JSON SessionRecord, PX until SESSION_GRACE_MS past
+ *                       its expiry (STS credentials every replica honours)
  * where <id> = JSON [agent, bucket, key], unambiguous whatever the names hold.
  *
  * Known gaps: the stamp script also deletes the stamps it evicts and removes
@@ -47,6 +49,7 @@
  * timeouts, so every call settles within a few seconds.
  */
 import { Redis, type ChainableCommander } from 'ioredis';
+import { SESSION_GRACE_MS, type SessionRecord } from './types.js';
 import type { PartDigest, ReadEvent, ReadStamp, StampEntry, StateLimits, StateStore, WriteLogEntry, WriteLogQuery } from './types.js';
 
 const TIMEOUT_MS = 3000;
@@ -300,6 +303,29 @@ export class RedisStateStore implements StateStore {
 
   async deletePartDigests(uploadId: string): Promise<void> {
     await this.redis.del(`${this.prefix}parts:${uploadId}`);
+  }
+
+  async putSession(session: SessionRecord): Promise<void> {
+    const ttl = session.expiresAt + SESSION_GRACE_MS - Date.now();
+    const key = `${this.prefix}session:${session.accessKeyId}`;
+    if (ttl <= 0) await this.redis.del(key);
+    else await this.redis.set(key, JSON.stringify(session), 'PX', ttl);
+  }
+
+  async getSession(accessKeyId: string): Promise<SessionRecord | undefined> {
+    const json = await this.redis.get(`${this.prefix}session:${accessKeyId}`);
+    const s = json === null ? undefined : (JSON.parse(json) as SessionRecord);
+    // PX expiry is lazy to within a millisecond or so: the bound is checked here too.
+    return s && s.expiresAt + SESSION_GRACE_MS >= Date.now() ? s : undefined;
+  }
+
+  async revokeSession(accessKeyId: string): Promise<boolean> {
+    // Revocations only ever set the flag: a concurrent one writes the same record, KEEPTTL keeps its bound.
+    const key = `${this.prefix}session:${accessKeyId}`;
+    const json = await this.redis.get(key);
+    if (json === null) return false;
+    const set = await this.redis.set(key, JSON.stringify({ ...(JSON.parse(json) as SessionRecord), revoked: true }), 'KEEPTTL', 'XX');
+    return set === 'OK';
   }
 
   async close(): Promise<void> {

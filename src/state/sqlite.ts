@@ -6,7 +6,7 @@
  */
 import { openSqlite, type Database } from '../sqlite.js';
 import { fullStamp, mergeRead } from './read-coverage.js';
-import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS stamps (
@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS part_digests (
   upload_id TEXT NOT NULL, part_number INTEGER NOT NULL, sha256 TEXT NOT NULL, md5 TEXT NOT NULL, size INTEGER NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY (upload_id, part_number)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+  access_key TEXT PRIMARY KEY, record TEXT NOT NULL, keep_until INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS sessions_keep_until ON sessions(keep_until);
 `;
 
 interface StampRow {
@@ -93,6 +97,8 @@ export class SqliteStateStore implements StateStore {
       putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests (upload_id, part_number, sha256, md5, size, at) VALUES (?, ?, ?, ?, ?, ?)'),
       getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number }>('SELECT part_number, sha256, md5, size FROM part_digests WHERE upload_id = ? ORDER BY part_number'),
       deleteParts: this.db.prepare('DELETE FROM part_digests WHERE upload_id = ?'),
+      putSession: this.db.prepare('INSERT OR REPLACE INTO sessions (access_key, record, keep_until) VALUES (?, ?, ?)'),
+      getSession: this.db.prepare<[string, number], { record: string }>('SELECT record FROM sessions WHERE access_key = ? AND keep_until >= ?'),
     };
     this.seq = (this.db.prepare('SELECT MAX(seq) AS seq FROM stamps').get() as { seq: number | null }).seq ?? 0;
     this.prune();
@@ -108,6 +114,8 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM write_log WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM part_digests WHERE at < ?').run(cutoff);
+      this.db.prepare('DELETE FROM sessions WHERE keep_until < ?').run(Date.now());
+      this.db.prepare('DELETE FROM sessions WHERE access_key IN (SELECT access_key FROM sessions ORDER BY keep_until DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
       this.db.prepare('DELETE FROM etag_index WHERE (bucket, key, upstream_etag) IN (SELECT bucket, key, upstream_etag FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
@@ -237,6 +245,25 @@ export class SqliteStateStore implements StateStore {
 
   async deletePartDigests(uploadId: string): Promise<void> {
     this.q.deleteParts.run(uploadId);
+  }
+
+  async putSession(session: SessionRecord): Promise<void> {
+    this.q.putSession.run(session.accessKeyId, JSON.stringify(session), session.expiresAt + SESSION_GRACE_MS);
+  }
+
+  async getSession(accessKeyId: string): Promise<SessionRecord | undefined> {
+    const row = this.q.getSession.get(accessKeyId, Date.now());
+    return row ? (JSON.parse(row.record) as SessionRecord) : undefined;
+  }
+
+  async revokeSession(accessKeyId: string): Promise<boolean> {
+    return this.db.transaction(() => {
+      const row = this.q.getSession.get(accessKeyId, Date.now());
+      if (!row) return false;
+      const s = JSON.parse(row.record) as SessionRecord;
+      this.q.putSession.run(accessKeyId, JSON.stringify({ ...s, revoked: true }), s.expiresAt + SESSION_GRACE_MS);
+      return true;
+    }).immediate();
   }
 
   async close(): Promise<void> {

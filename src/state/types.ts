@@ -70,6 +70,36 @@ export interface PartDigest {
   size: number;
 }
 
+/**
+ * A credential minted by casket's STS AssumeRole (DESIGN §7), kept where
+ * every replica sharing the store can verify it.
+ */
+export interface SessionRecord {
+  /** "ASIA..." as AWS temporary keys. */
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken: string;
+  /** The agent the RoleArn named: requests with this credential are that agent's. */
+  agent: string;
+  sessionName: string;
+  /** Epoch ms. */
+  expiresAt: number;
+  /** Access key that minted it. */
+  issuedBy: string;
+  /**
+   * Parsed policies (auth/policy.ts Policy, plain JSON data) that must all
+   * allow a request: the caller's and the session policy. Empty: full rights.
+   */
+  policies: unknown[];
+  revoked?: boolean;
+}
+
+/**
+ * How long a session record outlives its expiry, so that a late request
+ * is told ExpiredToken rather than that the key never existed.
+ */
+export const SESSION_GRACE_MS = 3600 * 1000;
+
 export interface StateLimits {
   /** Stamps and log entries older than this are forgotten. */
   ttlMs: number;
@@ -106,6 +136,17 @@ export interface StateStore {
   putPartDigest(uploadId: string, part: PartDigest): Promise<void>;
   getPartDigests(uploadId: string): Promise<PartDigest[]>;
   deletePartDigests(uploadId: string): Promise<void>;
+
+  /**
+   * STS: keeps a minted credential until SESSION_GRACE_MS past its expiry
+   * (memory and sqlite also keep at most maxEntries, forgetting the oldest
+   * (memory) or soonest to expire (sqlite) first; redis is bounded by that expiry alone, as its ETag index).
+   */
+  putSession(session: SessionRecord): Promise<void>;
+  /** The record, expired or revoked ones included, while it is kept. */
+  getSession(accessKeyId: string): Promise<SessionRecord | undefined>;
+  /** Marks a session revoked; false when the store does not know it. */
+  revokeSession(accessKeyId: string): Promise<boolean>;
 
   close(): Promise<void>;
 }

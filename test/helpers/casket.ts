@@ -24,6 +24,11 @@ export interface Cred {
 export interface CasketOptions {
   /** Agents that get a bound access key each. */
   agents?: string[];
+  /**
+   * More keys by name, each with an optional agent binding and IAM-style
+   * policy (DESIGN §7); they come back in `RunningCasket.keys`.
+   */
+  keys?: Record<string, { agent?: string; policy?: unknown }>;
   args?: string[];
   env?: Record<string, string>;
   /** Reuse a data dir (restarts); default: a fresh temp dir. */
@@ -40,6 +45,9 @@ export interface RunningCasket {
   dataDir: string;
   admin: Cred;
   agents: Record<string, Cred>;
+  keys: Record<string, Cred>;
+  /** The credentials file casket was started with (tests of reloading rewrite it). */
+  credentialsFile: string;
   proc: ChildProcess;
   /** The upstream casket proxies, when it is not on its embedded store. */
   upstream?: Upstream;
@@ -62,6 +70,8 @@ export async function startCasket(options: CasketOptions = {}): Promise<RunningC
   const admin = options.credentialsOf?.admin ?? cred('ADMIN');
   const agents: Record<string, Cred> = { ...options.credentialsOf?.agents };
   for (const name of options.agents ?? []) agents[name] ??= cred(`AGENT${name.toUpperCase().replace(/[^A-Z0-9]/g, '')}`);
+  const keys: Record<string, Cred> = {};
+  for (const name of Object.keys(options.keys ?? {})) keys[name] = cred(`KEY${name.toUpperCase().replace(/[^A-Z0-9]/g, '')}`);
   const credentialsFile = join(dataDir, 'test-credentials.json');
   writeFileSync(
     credentialsFile,
@@ -69,21 +79,23 @@ export async function startCasket(options: CasketOptions = {}): Promise<RunningC
       credentials: [
         { accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true },
         ...Object.entries(agents).map(([agent, c]) => ({ accessKey: c.accessKeyId, secretKey: c.secretAccessKey, agent })),
+        ...Object.entries(options.keys ?? {}).map(([name, k]) => ({ accessKey: keys[name]!.accessKeyId, secretKey: keys[name]!.secretAccessKey, ...k })),
       ],
     }),
+    { mode: 0o600 },
   );
   const kind = options.upstream ? undefined : upstreamKindFromEnv();
   const owned = kind ? await startUpstream(kind) : undefined;
   const upstream = options.upstream ?? owned;
   try {
-    return await launch(dataDir, credentialsFile, admin, agents, options, options.dataDir === undefined, [], upstream, owned);
+    return await launch(dataDir, credentialsFile, admin, agents, keys, options, options.dataDir === undefined, [], upstream, owned);
   } catch (e) {
     await owned?.stop();
     throw e;
   }
 }
 
-async function launch(dataDir: string, credentialsFile: string, admin: Cred, agents: Record<string, Cred>, options: CasketOptions, ownsDir: boolean, extraArgs: string[] = [], upstream?: Upstream, ownedUpstream?: Upstream): Promise<RunningCasket> {
+async function launch(dataDir: string, credentialsFile: string, admin: Cred, agents: Record<string, Cred>, keys: Record<string, Cred>, options: CasketOptions, ownsDir: boolean, extraArgs: string[] = [], upstream?: Upstream, ownedUpstream?: Upstream): Promise<RunningCasket> {
   const args = [CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(upstream ? upstreamArgs(upstream) : []), ...(options.args ?? []), ...extraArgs];
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
@@ -122,6 +134,8 @@ async function launch(dataDir: string, credentialsFile: string, admin: Cred, age
     dataDir,
     admin,
     agents,
+    keys,
+    credentialsFile,
     proc,
     ...(upstream && { upstream }),
     logs,
@@ -138,7 +152,7 @@ async function launch(dataDir: string, credentialsFile: string, admin: Cred, age
     restart: async (more = []) => {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
       await exited;
-      return launch(dataDir, credentialsFile, admin, agents, options, ownsDir, more, upstream, ownedUpstream);
+      return launch(dataDir, credentialsFile, admin, agents, keys, options, ownsDir, more, upstream, ownedUpstream);
     },
   };
   return running;

@@ -20,7 +20,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryStateStore } from '../../src/state/memory.js';
 import { RedisStateStore } from '../../src/state/redis.js';
 import { SqliteStateStore } from '../../src/state/sqlite.js';
-import type { StateLimits, StateStore, WriteLogEntry } from '../../src/state/types.js';
+import { SESSION_GRACE_MS, type SessionRecord, type StateLimits, type StateStore, type WriteLogEntry } from '../../src/state/types.js';
 import { clockPast, until } from '../helpers/poll.js';
 import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
 import { need } from '../helpers/tools.js';
@@ -421,6 +421,45 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await state.getPartDigests('up-1')).toEqual([]);
       expect(await state.getPartDigests('up-2')).toEqual([part(1, 'other')]);
       expect(await state.getPartDigests('never')).toEqual([]);
+    });
+  });
+
+  describe.skipIf(!impl.available)('STS sessions', () => {
+    const session = (id: string, expiresAt: number): SessionRecord => ({
+      accessKeyId: id,
+      secretAccessKey: `secret-${id}`,
+      sessionToken: `token-${id}`,
+      agent: 'alice',
+      sessionName: 'run-1',
+      expiresAt,
+      issuedBy: 'ADMIN',
+      policies: [{ statements: [{ effect: 'Allow', actions: ['s3:getobject'], resources: ['*'], conditions: [] }] }],
+    });
+
+    it('a minted credential is kept, read back whole, and seen by every replica', async () => {
+      const { store, replica } = await impl.open(LIMITS);
+      const s = session('ASIA1', Date.now() + 900_000);
+      await store.putSession(s);
+      expect(await store.getSession('ASIA1')).toEqual(s);
+      expect(await (await replica()).getSession('ASIA1')).toEqual(s);
+      expect(await store.getSession('ASIA2')).toBeUndefined();
+    });
+
+    it('revocation marks it for every replica; an unknown key is not revoked', async () => {
+      const { store, replica } = await impl.open(LIMITS);
+      await store.putSession(session('ASIA3', Date.now() + 900_000));
+      const other = await replica();
+      expect(await other.revokeSession('ASIA3')).toBe(true);
+      expect(await store.getSession('ASIA3')).toMatchObject({ accessKeyId: 'ASIA3', revoked: true });
+      expect(await store.revokeSession('ASIA-never')).toBe(false);
+    });
+
+    it('an expired credential is still known for a while (to answer ExpiredToken), then forgotten', async () => {
+      const state = await open();
+      await state.putSession(session('ASIA4', Date.now() - 1000));
+      expect(await state.getSession('ASIA4')).toMatchObject({ accessKeyId: 'ASIA4' });
+      await state.putSession(session('ASIA5', Date.now() - SESSION_GRACE_MS - 1000));
+      expect(await state.getSession('ASIA5')).toBeUndefined();
     });
   });
 });

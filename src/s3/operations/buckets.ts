@@ -1,7 +1,7 @@
 /**
  * Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket,
  * GetBucketLocation (https://docs.aws.amazon.com/AmazonS3/latest/API/).
- * casket is single-tenant: every credential sees every bucket, so
+ * casket is single-tenant: every credential without a policy sees every bucket, so
  * CreateBucket of an existing bucket answers 200 as S3 does in us-east-1 for
  * its owner (rclone creates the bucket before every upload — CLIENTS.md).
  */
@@ -12,8 +12,9 @@ import { readXmlBody } from '../../vocabulary/xml.js';
 
 export const OWNER = { ID: 'casket', DisplayName: 'casket' };
 
-export const ListBuckets: Handler = async (_ctx, { backend }) => {
-  const buckets = await backend.listBuckets();
+export const ListBuckets: Handler = async (ctx, { backend }) => {
+  // A key limited by a policy sees only the buckets it may touch (DESIGN §7).
+  const buckets = (await backend.listBuckets()).filter((b) => ctx.access.bucketVisible(b.name));
   return xmlResponse('ListAllMyBucketsResult', {
     Owner: OWNER,
     Buckets: { Bucket: buckets.map((b) => ({ Name: b.name, CreationDate: xmlDate(b.creationDate) })) },

@@ -20,6 +20,7 @@ import { S3Error, isS3Error } from '../../vocabulary/errors.js';
 import { parseETagList } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext, Services } from '../context.js';
 import { requireBucket, requireKey } from '../context.js';
+import { objectResource } from '../actions.js';
 import { refusalError } from '../refusal-error.js';
 import { emptyResponse, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
@@ -121,6 +122,8 @@ export const DeleteObjects: Handler = async (ctx, services) => {
     try {
       // Buckets are unversioned: "null" is the one version there is.
       if (entry.versionId !== undefined && entry.versionId !== 'null') throw new S3Error('NoSuchVersion');
+      // Policies (DESIGN §7) per key: a refused key is an <Error> of its own, the others go on.
+      ctx.access.authorize({ action: 's3:DeleteObject', resource: objectResource(bucket, entry.key) });
       await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects');
       if (!quiet) deleted.push({ Key: entry.key, ...version });
     } catch (e) {

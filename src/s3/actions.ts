@@ -1,0 +1,144 @@
+/**
+ * Operation → the IAM actions and resources a policy must allow (DESIGN §7).
+ * Action names as in "Actions, resources, and condition keys for Amazon S3",
+ * https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html
+ * and the per-operation permission notes of the S3 API reference:
+ * - HeadBucket needs s3:ListBucket (API_HeadBucket "Permissions");
+ * - CopyObject and UploadPartCopy: s3:GetObject on the source, s3:PutObject
+ *   on the destination (API_CopyObject, API_UploadPartCopy);
+ * - CreateMultipartUpload, UploadPart, CompleteMultipartUpload: s3:PutObject
+ *   (mpuoverview.html#mpuAndPermissions);
+ * - DeleteObjects: s3:DeleteObject per key, checked in its handler;
+ * - ListObjects(V2) carries the `s3:prefix` condition key.
+ * A Record over the closed Operation union: a new operation without its
+ * action does not compile.
+ *
+ * Known gaps: the s3:delimiter / s3:max-keys condition keys are not supplied;
+ * version-specific actions (s3:GetObjectVersion...) are never asked, as casket
+ * buckets are unversioned.
+ */
+import type { Access } from '../auth/policy.js';
+import { S3_ARN } from '../auth/policy.js';
+import { parseCopySource } from './copy-source.js';
+import { UNMODELED } from './detect.js';
+import type { Operation } from './operations.js';
+
+export interface ActionRequest {
+  operation: Operation;
+  method: string;
+  bucket: string | undefined;
+  key: string | undefined;
+  query: URLSearchParams;
+  headers: Record<string, string>;
+}
+
+const bucketArn = (r: ActionRequest) => S3_ARN + (r.bucket ?? '');
+const objectArn = (r: ActionRequest) => `${S3_ARN}${r.bucket ?? ''}/${r.key ?? ''}`;
+const onBucket = (action: string) => (r: ActionRequest): Access[] => [{ action, resource: bucketArn(r) }];
+const onObject = (action: string) => (r: ActionRequest): Access[] => [{ action, resource: objectArn(r) }];
+const listingAs =
+  (action: string) =>
+  (r: ActionRequest): Access[] => [{ action, resource: bucketArn(r), context: { 's3:prefix': r.query.get('prefix') ?? '' } }];
+const listing = listingAs('s3:ListBucket');
+const copy = (r: ActionRequest): Access[] => {
+  const source = parseCopySource(r.headers);
+  return [
+    { action: 's3:PutObject', resource: objectArn(r) },
+    { action: 's3:GetObject', resource: `${S3_ARN}${source.bucket}/${source.key}` },
+  ];
+};
+
+/**
+ * Unmodeled sub-resources: the action per method. Bucket and object forms of
+ * `tagging`, `acl`... differ, hence the two tables.
+ */
+type ByMethod = Partial<Record<'GET' | 'PUT' | 'DELETE' | 'POST', string>>;
+const BUCKET_SUBRESOURCES: Record<string, ByMethod> = {
+  accelerate: { GET: 'GetAccelerateConfiguration', PUT: 'PutAccelerateConfiguration' },
+  analytics: { GET: 'GetAnalyticsConfiguration', PUT: 'PutAnalyticsConfiguration', DELETE: 'PutAnalyticsConfiguration' },
+  cors: { GET: 'GetBucketCORS', PUT: 'PutBucketCORS', DELETE: 'PutBucketCORS' },
+  encryption: { GET: 'GetEncryptionConfiguration', PUT: 'PutEncryptionConfiguration', DELETE: 'PutEncryptionConfiguration' },
+  'intelligent-tiering': { GET: 'GetIntelligentTieringConfiguration', PUT: 'PutIntelligentTieringConfiguration', DELETE: 'PutIntelligentTieringConfiguration' },
+  inventory: { GET: 'GetInventoryConfiguration', PUT: 'PutInventoryConfiguration', DELETE: 'PutInventoryConfiguration' },
+  lifecycle: { GET: 'GetLifecycleConfiguration', PUT: 'PutLifecycleConfiguration', DELETE: 'PutLifecycleConfiguration' },
+  logging: { GET: 'GetBucketLogging', PUT: 'PutBucketLogging' },
+  metadataTable: { GET: 'GetBucketMetadataTableConfiguration', POST: 'CreateBucketMetadataTableConfiguration', DELETE: 'DeleteBucketMetadataTableConfiguration' },
+  metrics: { GET: 'GetMetricsConfiguration', PUT: 'PutMetricsConfiguration', DELETE: 'PutMetricsConfiguration' },
+  notification: { GET: 'GetBucketNotification', PUT: 'PutBucketNotification' },
+  'object-lock': { GET: 'GetBucketObjectLockConfiguration', PUT: 'PutBucketObjectLockConfiguration' },
+  ownershipControls: { GET: 'GetBucketOwnershipControls', PUT: 'PutBucketOwnershipControls', DELETE: 'PutBucketOwnershipControls' },
+  policy: { GET: 'GetBucketPolicy', PUT: 'PutBucketPolicy', DELETE: 'DeleteBucketPolicy' },
+  policyStatus: { GET: 'GetBucketPolicyStatus' },
+  publicAccessBlock: { GET: 'GetBucketPublicAccessBlock', PUT: 'PutBucketPublicAccessBlock', DELETE: 'PutBucketPublicAccessBlock' },
+  replication: { GET: 'GetReplicationConfiguration', PUT: 'PutReplicationConfiguration', DELETE: 'PutReplicationConfiguration' },
+  requestPayment: { GET: 'GetBucketRequestPayment', PUT: 'PutBucketRequestPayment' },
+  tagging: { GET: 'GetBucketTagging', PUT: 'PutBucketTagging', DELETE: 'PutBucketTagging' },
+  versioning: { GET: 'GetBucketVersioning', PUT: 'PutBucketVersioning' },
+  versions: { GET: 'ListBucketVersions' },
+  website: { GET: 'GetBucketWebsite', PUT: 'PutBucketWebsite', DELETE: 'DeleteBucketWebsite' },
+};
+const OBJECT_SUBRESOURCES: Record<string, ByMethod> = {
+  attributes: { GET: 'GetObjectAttributes' },
+  'legal-hold': { GET: 'GetObjectLegalHold', PUT: 'PutObjectLegalHold' },
+  restore: { POST: 'RestoreObject' },
+  retention: { GET: 'GetObjectRetention', PUT: 'PutObjectRetention' },
+  select: { POST: 'GetObject' },
+  tagging: { GET: 'GetObjectTagging', PUT: 'PutObjectTagging', DELETE: 'DeleteObjectTagging' },
+  torrent: { GET: 'GetObjectTorrent' },
+};
+
+function unmodeled(r: ActionRequest): Access[] {
+  const onKey = r.key !== undefined;
+  const subresource = UNMODELED.find((name) => r.query.has(name)) ?? '';
+  const table = onKey ? OBJECT_SUBRESOURCES : BUCKET_SUBRESOURCES;
+  const method = r.method.toUpperCase() as keyof ByMethod;
+  // A combination S3 has no action for: named after the method and the
+  // sub-resource, which only `s3:*` (or a matching wildcard) allows.
+  const name = table[subresource]?.[method] ?? `${method === 'GET' ? 'Get' : 'Put'}${subresource.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase())}`;
+  return [{ action: `s3:${name}`, resource: onKey ? objectArn(r) : bucketArn(r) }];
+}
+
+const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
+  // ListBuckets filters what it shows by what the key may touch (buckets.ts).
+  ListBuckets: () => [{ action: 's3:ListAllMyBuckets', resource: '*' }],
+  CreateBucket: onBucket('s3:CreateBucket'),
+  HeadBucket: onBucket('s3:ListBucket'),
+  DeleteBucket: onBucket('s3:DeleteBucket'),
+  GetBucketLocation: onBucket('s3:GetBucketLocation'),
+  GetBucketAcl: onBucket('s3:GetBucketAcl'),
+  PutBucketAcl: onBucket('s3:PutBucketAcl'),
+  GetBucketVersioning: onBucket('s3:GetBucketVersioning'),
+  GetBucketPolicy: onBucket('s3:GetBucketPolicy'),
+  GetBucketCors: onBucket('s3:GetBucketCORS'),
+  GetBucketLifecycleConfiguration: onBucket('s3:GetLifecycleConfiguration'),
+  GetBucketTagging: onBucket('s3:GetBucketTagging'),
+  ListObjects: listing,
+  ListObjectsV2: listing,
+  ListObjectVersions: listingAs('s3:ListBucketVersions'),
+  ListMultipartUploads: onBucket('s3:ListBucketMultipartUploads'),
+  // Per key, in the handler: each refused key is an <Error> of its own.
+  DeleteObjects: () => [],
+  GetObject: onObject('s3:GetObject'),
+  HeadObject: onObject('s3:GetObject'),
+  PutObject: onObject('s3:PutObject'),
+  CopyObject: copy,
+  DeleteObject: onObject('s3:DeleteObject'),
+  GetObjectAcl: onObject('s3:GetObjectAcl'),
+  PutObjectAcl: onObject('s3:PutObjectAcl'),
+  CreateMultipartUpload: onObject('s3:PutObject'),
+  UploadPart: onObject('s3:PutObject'),
+  UploadPartCopy: copy,
+  CompleteMultipartUpload: onObject('s3:PutObject'),
+  AbortMultipartUpload: onObject('s3:AbortMultipartUpload'),
+  ListParts: onObject('s3:ListMultipartUploadParts'),
+  Unmodeled: unmodeled,
+};
+
+/** What a request needs allowed, in the order it is checked (destination before copy source). */
+export function requiredAccess(r: ActionRequest): Access[] {
+  return ACTIONS[r.operation](r);
+}
+
+export function objectResource(bucket: string, key: string): string {
+  return `${S3_ARN}${bucket}/${key}`;
+}
