@@ -40,7 +40,7 @@ describe('requiredAccess', () => {
     ['PutObjectTagging (forwarded)', req('Unmodeled', 'PUT', 'b', 'k/x', 'tagging'), [['s3:PutObjectTagging', object]]],
     ['DeleteBucketTagging is s3:PutBucketTagging', req('Unmodeled', 'DELETE', 'b', undefined, 'tagging'), [['s3:PutBucketTagging', bucket]]],
     ['PutBucketVersioning (forwarded)', req('Unmodeled', 'PUT', 'b', undefined, 'versioning'), [['s3:PutBucketVersioning', bucket]]],
-    ['ListObjectVersions', req('Unmodeled', 'GET', 'b', undefined, 'versions'), [['s3:ListBucketVersions', bucket]]],
+    ['ListObjectVersions (modeled)', req('ListObjectVersions', 'GET', 'b', undefined, 'versions'), [['s3:ListBucketVersions', bucket]]],
     ['GetObjectAttributes', req('Unmodeled', 'GET', 'b', 'k/x', 'attributes'), [['s3:GetObjectAttributes', object]]],
   ])('%s', (_name, request, expected) => {
     expect(requiredAccess(request).map((a) => [a.action, a.resource])).toEqual(expected);
@@ -53,7 +53,7 @@ describe('requiredAccess', () => {
 
   it('every operation names at least one s3 action (DeleteObjects: per key)', () => {
     for (const op of OPERATIONS) {
-      const onKey = !['ListBuckets', 'CreateBucket', 'HeadBucket', 'DeleteBucket', 'ListObjects', 'ListObjectsV2', 'ListMultipartUploads', 'DeleteObjects'].some((b) => op === b || op.startsWith('GetBucket') || op === 'PutBucketAcl');
+      const onKey = !['ListBuckets', 'CreateBucket', 'HeadBucket', 'DeleteBucket', 'ListObjects', 'ListObjectsV2', 'ListObjectVersions', 'ListMultipartUploads', 'DeleteObjects'].some((b) => op === b || op.startsWith('GetBucket') || op === 'PutBucketAcl');
       const r = req(op, 'GET', 'b', onKey ? 'k/x' : undefined, op === 'Unmodeled' ? 'tagging' : '', { 'x-amz-copy-source': 'src/a' });
       const actions = requiredAccess(r).map((a) => a.action);
       if (op === 'DeleteObjects') expect(actions).toEqual([]);
