@@ -53,13 +53,7 @@ async function expectFailure(body: Buffer | Buffer[], options: PayloadOptions, c
 }
 
 function expectThrows(fn: () => unknown, code: S3ErrorCode): void {
-  try {
-    fn();
-  } catch (e) {
-    expect((e as S3Error).code).toBe(code);
-    return;
-  }
-  throw new Error(`expected ${code}`);
+  expect(fn).toThrow(expect.objectContaining({ name: 'S3Error', code }));
 }
 
 const BODY = Buffer.from('hello world');

@@ -25,7 +25,7 @@ const bucket = t.bucket;
 /** Nothing was written: GET answers 404 NoSuchKey and HEAD 404 — not any error at all (a 403 or a 500 would hide a write). */
 async function expectAbsent(key: string): Promise<void> {
   const get = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}/${key}` });
-  expect([get.status, errorCode(get.body)], `GET ${key}: ${get.body}`).toEqual([404, 'NoSuchKey']);
+  expect([get.status, errorCode(get.body)], `GET ${key}: ${get.status === 200 ? 'an object is stored' : get.body}`).toEqual([404, 'NoSuchKey']);
   expect((await raw(t.casket.url, t.casket.admin, { method: 'HEAD', path: `/${bucket}/${key}` })).status, `HEAD ${key}`).toBe(404);
 }
 
@@ -84,6 +84,19 @@ describe('digests and checksums', () => {
     const r = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/crc`, headers: { 'x-amz-checksum-crc32': 'AAAAAA==' }, body: 'body' });
     expect([r.status, errorCode(r.body)]).toEqual([400, 'BadDigest']);
     await expectAbsent('crc');
+  });
+
+  it('a large body with its true SHA-256 but a wrong Content-MD5 or checksum → 400 BadDigest, nothing written', async () => {
+    // Over 64 KiB with the SHA-256 declared up front: through an upstream this
+    // body streams straight to it, and only casket's own checks stand between
+    // the bytes and a write the upstream would accept.
+    const body = randomBytes(512 * 1024);
+    const md5 = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/big-md5`, headers: { 'content-md5': createHash('md5').update('other').digest('base64') }, body });
+    expect([md5.status, errorCode(md5.body)]).toEqual([400, 'BadDigest']);
+    await expectAbsent('big-md5');
+    const crc = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/big-crc`, headers: { 'x-amz-checksum-crc32': 'AAAAAA==' }, body });
+    expect([crc.status, errorCode(crc.body)]).toEqual([400, 'BadDigest']);
+    await expectAbsent('big-crc');
   });
 });
 

@@ -166,11 +166,18 @@ describe('concurrency', () => {
     const winner = won[0]!.value;
     const current = await store.headObject('bkt', 'k');
     expect(current).toEqual(winner);
-    for (const r of lost) {
-      expect(r.reason).toBeInstanceOf(ConditionFailed);
-      expect((r.reason as ConditionFailed).current).toEqual(winner);
+    // Every loser: a failed condition (casket's 412 PreconditionFailed) naming
+    // the winner as current and its own bytes as attempted — what tells a
+    // client "someone else wrote" from "your bytes are already there".
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'fulfilled') continue;
+      expect(r.reason, `agent-${i}`).toBeInstanceOf(ConditionFailed);
+      expect((r.reason as ConditionFailed).current, `agent-${i}: the current version it names`).toEqual(winner);
+      expect((r.reason as ConditionFailed).attemptedETag, `agent-${i}: the version it attempted`).toBe(sha256Hex(bodies[i]!));
     }
     const index = Number(winner.writer!.slice('agent-'.length));
+    expect(results[index]!.status, 'the winner is the writer the stored object names').toBe('fulfilled');
+    expect(winner.etag).toBe(sha256Hex(bodies[index]!));
     expect(sameBytes(await readAll((await store.getObject('bkt', 'k'))!.open()), bodies[index]!)).toBe(true);
   });
 

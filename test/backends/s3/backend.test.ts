@@ -132,16 +132,37 @@ describe('multipart through casket', () => {
 });
 
 describe('atomicity', () => {
-  it('16 concurrent If-Match PutObject on one backend: exactly one wins', async () => {
+  it.each([
+    { label: 'distinct bytes', body: (i: number) => `w${i}` },
+    // The counter case: 16 agents read "10", all write "11".
+    { label: 'identical bytes', body: () => '11' },
+  ])('16 concurrent If-Match PutObject on one backend: exactly one wins, every loser refused naming it ($label)', async ({ label, body }) => {
     const b = backend();
-    await b.createBucket('race');
-    const v0 = await b.putObject('race', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    const bucket = label === 'distinct bytes' ? 'race' : 'race-same';
+    await b.createBucket(bucket);
+    const v0 = await b.putObject(bucket, 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    const bodies = Array.from({ length: 16 }, (_, i) => body(i));
     const results = await Promise.allSettled(
-      Array.from({ length: 16 }, (_, i) => b.putObject('race', 'k', payload(`w${i}`), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} })),
+      bodies.map((data) => b.putObject(bucket, 'k', payload(data), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} })),
     );
-    const won = results.filter((r) => r.status === 'fulfilled');
+    const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [{ info: r.value, body: bodies[i]! }] : []));
     expect(won).toHaveLength(1);
-    for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ConditionFailed);
+    const winner = won[0]!;
+    expect(winner.info.etag).toBe(sha(winner.body));
+    // Every loser: a failed condition (casket's 412 PreconditionFailed) naming
+    // the winner as current and its own bytes as attempted — what tells a
+    // client "someone else wrote" from "your bytes are already there".
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'fulfilled') continue;
+      expect(r.reason, `writer ${i}`).toBeInstanceOf(ConditionFailed);
+      const refusal = r.reason as ConditionFailed;
+      expect(refusal.current?.etag, `writer ${i}: the current version it names`).toBe(winner.info.etag);
+      expect(refusal.attemptedETag, `writer ${i}: the version it attempted`).toBe(sha(bodies[i]!));
+    }
+    // The stored bytes are the winner's.
+    expect((await b.headObject(bucket, 'k'))?.etag).toBe(winner.info.etag);
+    const reader = await b.getObject(bucket, 'k');
+    expect((await bytes(reader!.open())).toString()).toBe(winner.body);
   });
 
   it('16 concurrent conditional CompleteMultipartUpload (moto ignores If-Match there): serialized, exactly one wins', async () => {

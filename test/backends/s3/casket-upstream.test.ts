@@ -82,7 +82,16 @@ describe('two casket processes, one upstream', () => {
       expect(winners.length, `round ${round}: ${results.map((r) => r.status).join(',')}`).toBe(1);
       expect(results.filter((r) => r.status === 412).length, results.map((r) => `${r.status} ${r.status >= 500 ? r.body : ''}`).join(',')).toBe(15);
       current = winners[0]!.headers.etag as string;
-      for (const r of results) if (r.status === 412) expect(xmlField(r.body, 'CurrentETag')).toBe(current);
+      for (const [i, r] of results.entries()) {
+        if (r.status === 200) {
+          expect(current, `round ${round}: the winner's ETag`).toBe(quoted(`round ${round} writer ${i}`));
+          continue;
+        }
+        expect([xmlField(r.body, 'Code'), xmlField(r.body, 'CurrentETag')], `round ${round} writer ${i}`).toEqual(['PreconditionFailed', current]);
+      }
+      // The stored bytes are the winner's, through either casket.
+      const winner = `round ${round} writer ${results.findIndex((r) => r.status === 200)}`;
+      for (const c of [one, two]) expect((await raw(c.url, c.admin, { method: 'GET', path: `/${bucket}/race-put` })).body, `round ${round}`).toBe(winner);
     }
   });
 

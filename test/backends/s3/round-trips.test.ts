@@ -184,10 +184,20 @@ describe('conditional PutObject', () => {
     const v0 = await b.putObject('cond-race', 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
     const bodies = Array.from({ length: 16 }, () => randomBytes(100_000));
     const results = await Promise.allSettled(bodies.map((body) => b.putObject('cond-race', 'k', payload(body, sha(body)), declared(body, { condition: { type: 'if-match', etags: [v0.etag] } }))));
-    const won = results.filter((r) => r.status === 'fulfilled');
+    const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [{ etag: r.value.etag, body: bodies[i]! }] : []));
     expect(won).toHaveLength(1);
-    for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(ConditionFailed);
-    expect((await b.headObject('cond-race', 'k'))?.etag).toBe((won[0] as PromiseFulfilledResult<{ etag: string }>).value.etag);
+    const winner = won[0]!;
+    expect(winner.etag).toBe(sha(winner.body));
+    // Every loser: a failed condition (casket's 412) naming the winner as current and its own bytes as attempted.
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'fulfilled') continue;
+      expect(r.reason, `writer ${i}`).toBeInstanceOf(ConditionFailed);
+      expect((r.reason as ConditionFailed).current?.etag, `writer ${i}: the current version it names`).toBe(winner.etag);
+      expect((r.reason as ConditionFailed).attemptedETag, `writer ${i}: the version it attempted`).toBe(sha(bodies[i]!));
+    }
+    // The stored bytes are the winner's.
+    expect((await b.headObject('cond-race', 'k'))?.etag).toBe(winner.etag);
+    expect(sha(await bytes((await b.getObject('cond-race', 'k'))!.open()))).toBe(winner.etag);
   });
 });
 
