@@ -26,6 +26,7 @@ import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js
 import { bytes, failure, sdk } from '../helpers/clients.js';
 import { checkChain, type AckedWrite } from '../helpers/history.js';
 import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
+import { until } from '../helpers/poll.js';
 import { need } from '../helpers/tools.js';
 import { startUpstream, upstreamKindFromEnv, type Upstream } from '../helpers/upstream.js';
 
@@ -64,7 +65,8 @@ interface RunFigures {
 interface Outage {
   /** Called once `at` attempts have been made: takes the state store down and up again. */
   at: number;
-  run(): Promise<{ down: number; up: number }>;
+  /** `figures` is live: the run's counts as they grow. */
+  run(figures: Readonly<RunFigures>): Promise<{ down: number; up: number }>;
 }
 
 async function runCounter(label: string, writers: Writer[], admin: S3Client, outage?: Outage) {
@@ -88,7 +90,7 @@ async function runCounter(label: string, writers: Writer[], admin: S3Client, out
           return;
         }
         figures.attempts++;
-        if (outage && figures.attempts === outage.at) outageDone = outage.run();
+        if (outage && figures.attempts === outage.at) outageDone = outage.run(figures);
         const value = seen.value + 1;
         const sent = Date.now();
         try {
@@ -224,11 +226,12 @@ describe.runIf(haveRedis)('three caskets sharing Redis in front of one upstream'
     const { redis, caskets, upstream } = await setup();
     const outage: Outage = {
       at: Math.floor(ATTEMPTS / 3),
-      async run() {
+      async run(figures) {
         await redis.stop();
         const down = Date.now();
-        // Long enough for every writer to meet the outage.
-        await new Promise((r) => setTimeout(r, 2000));
+        // Down until half the writers have met the outage (a 503 each), not for a fixed time.
+        const before = figures.unavailable;
+        await until(() => figures.unavailable - before >= WRITERS / 2, 'writers to meet the outage');
         const up = Date.now();
         await redis.start();
         return { down, up };
