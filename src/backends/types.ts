@@ -242,7 +242,7 @@ export interface Backend {
   createBucket(bucket: string): Promise<'created' | 'exists'>;
   /** Throws NoSuchBucket. */
   headBucket(bucket: string): Promise<BucketInfo>;
-  /** Throws NoSuchBucket, BucketNotEmpty. */
+  /** Throws NoSuchBucket, BucketNotEmpty (objects remain); aborts in-progress multipart uploads, as S3 does. */
   deleteBucket(bucket: string): Promise<void>;
 
   /** null when the key does not exist; throws NoSuchBucket. */

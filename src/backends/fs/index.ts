@@ -152,8 +152,9 @@ export class FsBackend implements Backend {
   }
 
   async deleteBucket(bucket: string): Promise<void> {
-    this.parts.buckets.delete(bucket);
+    const released = this.parts.buckets.delete(bucket);
     this.parts.durability.committed();
+    this.parts.reaper.condemn(released);
   }
 
   async headObject(bucket: string, key: string): Promise<ObjectInfo | null> {

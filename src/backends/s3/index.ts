@@ -154,7 +154,7 @@ export class S3Backend implements Backend {
   }
 
   deleteBucket(bucket: string): Promise<void> {
-    return buckets.deleteBucket(this.client, bucket);
+    return buckets.deleteBucket(this.client, bucket, (uploadId) => this.options.state.deletePartDigests(uploadId).catch(() => {}));
   }
 
   headObject(bucket: string, key: string): Promise<ObjectInfo | null> {
