@@ -14,6 +14,7 @@
  * - A refused condition throws `ConditionFailed` with the current object.
  */
 import type { Readable } from 'node:stream';
+import type { ChecksumAlgorithm, ChecksumType } from '../vocabulary/checksums.js';
 
 /** Standard representation headers stored with an object and returned on GET/HEAD. */
 export interface ObjectHeaders {
@@ -49,6 +50,34 @@ export interface ObjectInfo {
   partSizes?: number[];
   /** The agent whose write made this version, when known. */
   writer?: string;
+  /** The checksum the object was uploaded with (x-amz-checksum-*), when it had one. */
+  checksum?: ObjectChecksum;
+  /** Base64 checksums of the parts of a multipart object with a checksum, in order (GetObjectAttributes). */
+  partChecksums?: string[];
+}
+
+/**
+ * An object's additional checksum, as S3 answers it with
+ * x-amz-checksum-mode: ENABLED (https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html).
+ */
+export interface ObjectChecksum {
+  algorithm: ChecksumAlgorithm;
+  type: ChecksumType;
+  /** Base64 of the digest; a COMPOSITE one ends in `-<part count>`. */
+  value: string;
+}
+
+/** The checksum a multipart upload was created with (x-amz-checksum-algorithm, x-amz-checksum-type). */
+export interface UploadChecksum {
+  algorithm: ChecksumAlgorithm;
+  type: ChecksumType;
+}
+
+/** One part's checksum (the upload's algorithm, or the one the part carried when the upload named none). */
+export interface PartChecksum {
+  algorithm: ChecksumAlgorithm;
+  /** Base64 of the digest. */
+  value: string;
 }
 
 export interface BucketInfo {
@@ -86,6 +115,8 @@ export interface PayloadDigest {
   /** Present when the payload was asked to compute it (UploadPart, Content-MD5). */
   md5?: Buffer;
   size: number;
+  /** The x-amz-checksum-* the body carried (verified), or the one the payload was asked to compute. */
+  checksum?: { algorithm: ChecksumAlgorithm; value: Buffer };
 }
 
 export interface PutObjectOptions extends WriteOptions {
@@ -149,6 +180,7 @@ export interface MultipartUploadInfo {
   initiated: Date;
   headers: ObjectHeaders;
   metadata: Record<string, string>;
+  checksum?: UploadChecksum;
 }
 
 export interface PartInfo {
@@ -159,12 +191,15 @@ export interface PartInfo {
   lastModified: Date;
   /** SHA-256 of the part: the multipart object ETag is built from these. */
   sha256: Buffer;
+  checksum?: PartChecksum;
 }
 
 export interface CompletedPart {
   partNumber: number;
   /** Unquoted part ETag as the client sent it back. */
   etag: string;
+  /** A part checksum the client named (<ChecksumCRC32> ...): must be the part's. */
+  checksum?: PartChecksum;
 }
 
 export interface ListPartsParams {
@@ -255,7 +290,7 @@ export interface Backend {
   listObjects(bucket: string, params: ListObjectsParams): Promise<ListObjectsResult>;
 
   /** `writer`: the agent starting the upload (an upstream must store it now; the embedded store takes it at completion). */
-  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo>;
+  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo>;
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo>;
   completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo>;
   abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void>;

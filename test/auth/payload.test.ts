@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createChecksum, type ChecksumAlgorithm } from '../../src/auth/checksums.js';
+import { createChecksum, type ChecksumAlgorithm } from '../../src/vocabulary/checksums.js';
 import { createPayload, validatePayloadHeaders, type PayloadOptions } from '../../src/auth/payload.js';
 import { verifySigV4, type AuthResult } from '../../src/auth/sigv4.js';
 import type { Payload } from '../../src/backends/types.js';

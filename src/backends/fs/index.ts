@@ -46,6 +46,7 @@ import type {
   PartInfo,
   Payload,
   PutObjectOptions,
+  UploadChecksum,
   WriteOptions,
 } from '../types.js';
 import { BlobStore } from './blobs.js';
@@ -177,8 +178,8 @@ export class FsBackend implements Backend {
     return this.parts.objects.list(bucket, params);
   }
 
-  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>): Promise<MultipartUploadInfo> {
-    return this.parts.multipart.createUpload(bucket, key, headers, metadata);
+  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, _writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo> {
+    return this.parts.multipart.createUpload(bucket, key, headers, metadata, checksum);
   }
 
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {

@@ -7,6 +7,7 @@
  * with fetch-owner=true, as S3 does.
  */
 import type { ListObjectsResult, ObjectInfo } from '../../backends/types.js';
+import { DISPLAY_NAMES } from '../../vocabulary/checksums.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext } from '../context.js';
@@ -35,6 +36,7 @@ function contents(objects: ObjectInfo[], ctx: RequestContext, enc: (s: string) =
     Key: enc(o.key),
     LastModified: xmlDate(o.lastModified),
     ETag: formatETag(o.etag, ctx.etagSuffix),
+    ...(o.checksum && { ChecksumAlgorithm: DISPLAY_NAMES[o.checksum.algorithm], ChecksumType: o.checksum.type }),
     Size: o.size,
     ...(owner && { Owner: OWNER }),
     StorageClass: 'STANDARD',

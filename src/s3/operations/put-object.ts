@@ -10,6 +10,7 @@ import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireKey } from '../context.js';
+import { checksumHeaders } from '../checksum-headers.js';
 import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { emptyResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
@@ -68,5 +69,5 @@ export const PutObject: Handler = async (ctx, services) => {
     written: (info) => info,
     landed: (current) => current!,
   });
-  return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix) });
+  return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum) });
 };
