@@ -158,7 +158,8 @@ describe('payload: aws-chunked bodies', () => {
     const r = await run(body, { auth: unsignedTrailer, headers: sdkHeaders(algorithm) });
     expect(r.error).toBeUndefined();
     expect(r.data?.equals(data)).toBe(true);
-    expect(r.payload.digest()).toEqual({ sha256: sha256(data), size: data.length });
+    // The verified checksum travels with the digest: the store keeps it with the object.
+    expect(r.payload.digest()).toEqual({ sha256: sha256(data), size: data.length, checksum: { algorithm, value: Buffer.from(checksumB64(algorithm, data), 'base64') } });
   });
 
   it('trailer checksum mismatch → BadDigest; missing trailer → IncompleteBody; malformed → InvalidRequest', async () => {
