@@ -12,7 +12,7 @@
  * Known gap: an upload created without x-amz-checksum-algorithm makes an
  * object without a checksum (AWS S3 adds a CRC64NVME of its own since 2025).
  */
-import { checksumOf, combineCrcs, compositeChecksum, DISPLAY_NAMES, parseChecksumValue } from '../vocabulary/checksums.js';
+import { CHECKSUM_ALGORITHMS, checksumOf, combineCrcs, compositeChecksum, DISPLAY_NAMES, parseChecksumValue } from '../vocabulary/checksums.js';
 import { S3Error } from '../vocabulary/errors.js';
 import type { CompletedPart, ObjectChecksum, PartChecksum, UploadChecksum } from './types.js';
 
@@ -54,9 +54,11 @@ export function encodeChecksum(c: ObjectChecksum): string {
   return `${c.algorithm} ${c.type} ${c.value}`;
 }
 
+/** The checksum `encodeChecksum` wrote; undefined for anything else (a value written around casket, say). */
 export function decodeChecksum(text: string | null | undefined): ObjectChecksum | undefined {
   if (!text) return undefined;
-  const [algorithm, type, value] = text.split(' ');
-  if (!algorithm || !type || !value) return undefined;
-  return { algorithm, type, value } as ObjectChecksum;
+  const [name = '', type = '', value = ''] = text.split(' ');
+  const algorithm = CHECKSUM_ALGORITHMS.find((a) => a === name);
+  if (algorithm === undefined || (type !== 'COMPOSITE' && type !== 'FULL_OBJECT') || !/^[A-Za-z0-9+/]+={0,2}(-\d+)?$/.test(value)) return undefined;
+  return { algorithm, type, value };
 }

@@ -131,6 +131,8 @@ export interface PutObjectOptions extends WriteOptions {
   declaredSha256?: string;
   /** Decoded length the body must have, when known before the body. */
   contentLength?: number;
+  /** The x-amz-checksum-* header the request carried (the payload verifies it): known before the body. */
+  declaredChecksum?: PartChecksum;
 }
 
 export interface ByteRange {

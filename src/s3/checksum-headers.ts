@@ -42,6 +42,15 @@ export function uploadChecksumFrom(headers: Record<string, string>): UploadCheck
   return { algorithm, type };
 }
 
+/** The x-amz-checksum-<alg> header of a request, as sent (the payload checks its form and value). */
+export function declaredChecksum(headers: Record<string, string>): PartChecksum | undefined {
+  for (const algorithm of CHECKSUM_ALGORITHMS) {
+    const value = headers[checksumHeaderName(algorithm)];
+    if (value !== undefined) return { algorithm, value: value.trim() };
+  }
+  return undefined;
+}
+
 /** Headers that announce an upload's checksum (CreateMultipartUpload answer). */
 export function uploadChecksumHeaders(c: UploadChecksum | undefined): Record<string, string> {
   return c ? { 'x-amz-checksum-algorithm': DISPLAY_NAMES[c.algorithm], 'x-amz-checksum-type': c.type } : {};

@@ -41,6 +41,7 @@ import type {
   PartInfo,
   Payload,
   PutObjectOptions,
+  UploadChecksum,
   WriteOptions,
 } from '../types.js';
 import * as buckets from './buckets.js';
@@ -177,8 +178,8 @@ export class S3Backend implements Backend {
     return listObjects(this.client, this.etags, this.versions, bucket, params);
   }
 
-  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo> {
-    return this.multipart.createMultipartUpload(bucket, key, headers, metadata, writer);
+  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo> {
+    return this.multipart.createMultipartUpload(bucket, key, headers, metadata, writer, checksum);
   }
 
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {

@@ -7,6 +7,12 @@
  * part ETags shown to clients are MD5s. CompleteMultipartUpload commits
  * through commit.ts under its condition.
  *
+ * Checksums: the upload's algorithm and type are kept in the state store
+ * (`<uploadId>#checksum`), each part's with its digests; the object's
+ * checksum, made at completion (multipart-checksum.ts), is indexed with its
+ * upstream ETag like its part sizes (etags.ts). Nothing of it goes upstream:
+ * not every upstream keeps checksums (Ceph RGW 16 does not).
+ *
  * A CompleteMultipartUpload retried after a lost response succeeds while its
  * object is current (completed upload ids are kept in the state store, so on
  * any replica).
@@ -17,7 +23,8 @@ import { S3Error } from '../../vocabulary/errors.js';
 import { multipartETag } from '../../vocabulary/etag.js';
 import { validateKey } from '../../vocabulary/names.js';
 import type { StateStore } from '../../state/types.js';
-import type { CompletedPart, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartInfo, Payload, WriteOptions } from '../types.js';
+import { checkNamedPartChecksums, multipartChecksum } from '../multipart-checksum.js';
+import type { CompletedPart, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartChecksum, PartInfo, Payload, UploadChecksum, WriteOptions } from '../types.js';
 import { unquote } from './capabilities.js';
 import { drain, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { REFUSED, refusedUpstream, type Committer } from './commit.js';
@@ -31,6 +38,14 @@ import type { Versions } from './versions.js';
  * '#' — so a retried CompleteMultipartUpload succeeds on any replica.
  */
 const COMPLETED_UPLOAD_SUFFIX = '#completed-upload';
+/** The checksum an upload was created with, under (bucket, key, `<uploadId>#checksum`): `<algorithm> <type>`. */
+const UPLOAD_CHECKSUM_SUFFIX = '#checksum';
+
+function decodePartChecksum(text: string | undefined): PartChecksum | undefined {
+  if (!text) return undefined;
+  const [algorithm, value] = text.split(' ');
+  return { algorithm, value } as PartChecksum;
+}
 
 export class Multipart {
   constructor(
@@ -42,14 +57,23 @@ export class Multipart {
     private readonly committer: Committer,
   ) {}
 
-  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo> {
+  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo> {
     validateKey(key);
     // Metadata cannot change after completion: the writer goes on at the start.
     const upstreamHeaders = { ...upstreamObjectHeaders(headers, metadata), ...(writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: writer }) };
     const { doc } = await this.client.xml({ method: 'POST', bucket, key, query: { uploads: '' }, headers: upstreamHeaders });
     const uploadId = rootOf<{ UploadId?: string }>(doc).UploadId;
     if (!uploadId) throw new S3Error('InternalError', 'The upstream did not return an UploadId.');
-    return { bucket, key, uploadId, initiated: new Date(), headers, metadata: withoutCasketMeta(metadata) };
+    if (checksum) await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, `${checksum.algorithm} ${checksum.type}`);
+    return { bucket, key, uploadId, initiated: new Date(), headers, metadata: withoutCasketMeta(metadata), ...(checksum && { checksum }) };
+  }
+
+  /** The checksum the upload was created with (the state store's; undefined: none, or forgotten). */
+  private async uploadChecksum(bucket: string, key: string, uploadId: string): Promise<UploadChecksum | undefined> {
+    const text = await this.state.getIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`);
+    if (!text) return undefined;
+    const [algorithm, type] = text.split(' ');
+    return { algorithm, type } as UploadChecksum;
   }
 
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {
@@ -68,8 +92,9 @@ export class Multipart {
         body: 'data' in stored ? { data: stored.data, sha256: sha256.toString('hex') } : { file: stored.file, size, sha256: sha256.toString('hex') },
       };
       await drain(await this.client.ok(req));
-      await this.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size });
-      return { partNumber, etag: md5.toString('hex'), size, lastModified: new Date(), sha256 };
+      const checksum: PartChecksum | undefined = spooled.digest.checksum && { algorithm: spooled.digest.checksum.algorithm, value: spooled.digest.checksum.value.toString('base64') };
+      await this.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size, ...(checksum && { checksum: `${checksum.algorithm} ${checksum.value}` }) });
+      return { partNumber, etag: md5.toString('hex'), size, lastModified: new Date(), sha256, ...(checksum && { checksum }) };
     } finally {
       await spooled.discard();
     }
@@ -95,8 +120,12 @@ export class Multipart {
       const ours = digest?.md5 ?? up?.etag;
       const consistent = !digest || !up || !/^[0-9a-f]{32}$/.test(up.etag) || up.etag === digest.md5;
       if (!up || asked !== ours || !consistent) throw new S3Error('InvalidPart', { fields: { UploadId: uploadId, PartNumber: p.partNumber, ETag: p.etag } });
-      return { partNumber: p.partNumber, upstreamETag: up.etag, size: up.size, digest };
+      const checksum = decodePartChecksum(digest?.checksum);
+      checkNamedPartChecksums(uploadId, p, checksum);
+      return { partNumber: p.partNumber, upstreamETag: up.etag, size: up.size, digest, ...(checksum && { checksum }) };
     });
+    const checksum = multipartChecksum(await this.uploadChecksum(bucket, key, uploadId), chosen);
+    const indexedChecksum = checksum && { checksum, partChecksums: chosen.map((c) => c.checksum!.value) };
     const known = chosen.every((c) => c.digest !== undefined);
     const etag = known ? multipartETag(chosen.map((c) => Buffer.from(c.digest!.sha256, 'hex'))) : null;
     const sizes = chosen.map((c) => c.size);
@@ -107,7 +136,7 @@ export class Multipart {
     if (etag !== null && chosen.every((c) => c.upstreamETag === c.digest!.md5)) {
       const md5s = createHash('md5');
       for (const c of chosen) md5s.update(Buffer.from(c.digest!.md5, 'hex'));
-      await this.etags.remember(bucket, key, `${md5s.digest('hex')}-${chosen.length}`, etag, sizes);
+      await this.etags.remember(bucket, key, `${md5s.digest('hex')}-${chosen.length}`, etag, sizes, indexedChecksum);
     }
     const xmlBody = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${chosen.map((c) => `<Part><PartNumber>${c.partNumber}</PartNumber><ETag>"${c.upstreamETag}"</ETag></Part>`).join('')}</CompleteMultipartUpload>`;
     const info = await this.committer.run(bucket, key, 'CompleteMultipartUpload', options, etag, async (condition) => {
@@ -121,8 +150,8 @@ export class Multipart {
       }
       const upstreamETag = unquote(/<ETag>([^<]*)<\/ETag>/.exec(text)?.[1]?.replace(/&quot;/g, '"') ?? '');
       if (etag !== null && upstreamETag !== '') {
-        await this.etags.remember(bucket, key, upstreamETag, etag, sizes);
-        return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes } satisfies ObjectInfo;
+        await this.etags.remember(bucket, key, upstreamETag, etag, sizes, indexedChecksum);
+        return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes, ...indexedChecksum } satisfies ObjectInfo;
       }
       // No ETag in the answer (RGW 16), or a part uploaded around casket: read it back (index, else computed).
       const current = await this.versions.current(bucket, key);
@@ -130,6 +159,7 @@ export class Multipart {
       return current.info;
     });
     await this.state.deletePartDigests(uploadId).catch(() => {});
+    await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, '').catch(() => {});
     // A retry of this completion whose answer was lost must succeed (completedBefore).
     await this.state.putIndexedETag(bucket, key, `${uploadId}${COMPLETED_UPLOAD_SUFFIX}`, info.etag).catch(() => {});
     // The commit returned what it knows; HEAD fills in headers and metadata set at CreateMultipartUpload.
@@ -167,7 +197,8 @@ export class Multipart {
     if (params.partNumberMarker > 0) query['part-number-marker'] = String(params.partNumberMarker);
     const { doc } = await this.client.xml({ method: 'GET', bucket, key, query });
     const result = rootOf<{ Part?: Array<{ PartNumber?: string; ETag?: string; Size?: string; LastModified?: string }>; IsTruncated?: string; NextPartNumberMarker?: string }>(doc);
-    const upload: MultipartUploadInfo = { bucket, key, uploadId, initiated: new Date(0), headers: {}, metadata: {} };
+    const uploadChecksum = await this.uploadChecksum(bucket, key, uploadId);
+    const upload: MultipartUploadInfo = { bucket, key, uploadId, initiated: new Date(0), headers: {}, metadata: {}, ...(uploadChecksum && { checksum: uploadChecksum }) };
     if (params.maxParts <= 0) return { upload, parts: [], isTruncated: false };
     const digests = new Map((await this.state.getPartDigests(uploadId)).map((d) => [d.partNumber, d]));
     const parts = (result.Part ?? []).map((p): PartInfo => {
@@ -179,6 +210,7 @@ export class Multipart {
         size: Number(p.Size ?? 0),
         lastModified: p.LastModified ? new Date(p.LastModified) : new Date(0),
         sha256: digest ? Buffer.from(digest.sha256, 'hex') : Buffer.alloc(0),
+        ...(digest?.checksum && { checksum: decodePartChecksum(digest.checksum)! }),
       };
     });
     const isTruncated = result.IsTruncated === 'true';
@@ -200,14 +232,20 @@ export class Multipart {
       NextKeyMarker?: string;
       NextUploadIdMarker?: string;
     }>(doc);
-    const uploads = (result.Upload ?? []).map((u): MultipartUploadInfo => ({
-      bucket,
-      key: u.Key ?? '',
-      uploadId: u.UploadId ?? '',
-      initiated: u.Initiated ? new Date(u.Initiated) : new Date(0),
-      headers: {},
-      metadata: {},
-    }));
+    const uploads = await Promise.all(
+      (result.Upload ?? []).map(async (u): Promise<MultipartUploadInfo> => {
+        const checksum = u.Key && u.UploadId ? await this.uploadChecksum(bucket, u.Key, u.UploadId) : undefined;
+        return {
+          bucket,
+          key: u.Key ?? '',
+          uploadId: u.UploadId ?? '',
+          initiated: u.Initiated ? new Date(u.Initiated) : new Date(0),
+          headers: {},
+          metadata: {},
+          ...(checksum && { checksum }),
+        };
+      }),
+    );
     const isTruncated = result.IsTruncated === 'true';
     return {
       uploads,

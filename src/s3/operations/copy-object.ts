@@ -56,6 +56,8 @@ export const CopyObject: Handler = async (ctx, services) => {
         ...(ctx.agent !== undefined && { writer: ctx.agent }),
         ...(!src.etag.includes('-') && { declaredSha256: src.etag }),
         contentLength: src.size,
+        // The source's full-object checksum of the same algorithm is the copy's: known before the bytes.
+        ...(src.checksum?.type === 'FULL_OBJECT' && src.checksum.algorithm === copyChecksum(ctx.headers, src) && { declaredChecksum: { algorithm: src.checksum.algorithm, value: src.checksum.value } }),
       }),
     written: (info) => info,
     landed: (current) => current!,
