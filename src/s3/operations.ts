@@ -24,6 +24,7 @@ export const OPERATIONS = [
   'DeleteObjects',
   'GetObject',
   'HeadObject',
+  'GetObjectAttributes',
   'PutObject',
   'CopyObject',
   'DeleteObject',
