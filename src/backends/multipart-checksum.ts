@@ -14,7 +14,7 @@
  */
 import { CHECKSUM_ALGORITHMS, checksumOf, combineCrcs, compositeChecksum, DISPLAY_NAMES, parseChecksumValue } from '../vocabulary/checksums.js';
 import { S3Error } from '../vocabulary/errors.js';
-import type { CompletedPart, ObjectChecksum, PartChecksum, UploadChecksum } from './types.js';
+import type { CompletedPart, CompleteOptions, ObjectChecksum, PartChecksum, UploadChecksum } from './types.js';
 
 export interface ChosenPart {
   partNumber: number;
@@ -34,8 +34,18 @@ export function checkNamedPartChecksums(uploadId: string, requested: CompletedPa
   }
 }
 
-/** The object's checksum, or undefined when the upload was created without one. */
-export function multipartChecksum(upload: UploadChecksum | undefined, parts: readonly ChosenPart[]): ObjectChecksum | undefined {
+/** The object's checksum, or undefined when the upload was created without one; checked against the one the request stated. */
+export function multipartChecksum(upload: UploadChecksum | undefined, parts: readonly ChosenPart[], expected?: CompleteOptions['expectedChecksum']): ObjectChecksum | undefined {
+  const made = makeChecksum(upload, parts);
+  if (expected === undefined) return made;
+  if (made === undefined || made.algorithm !== expected.algorithm || (expected.type !== undefined && expected.type !== made.type)) {
+    throw new S3Error('InvalidRequest', `The upload was created using ${made ? `the ${DISPLAY_NAMES[made.algorithm]} ${made.type}` : 'no'} checksum; the complete request names ${expected.type ? `${expected.type} ` : ''}${DISPLAY_NAMES[expected.algorithm]}.`);
+  }
+  if (made.value !== expected.value) throw new S3Error('BadDigest', `The ${DISPLAY_NAMES[made.algorithm]} you specified did not match the calculated checksum.`);
+  return made;
+}
+
+function makeChecksum(upload: UploadChecksum | undefined, parts: readonly ChosenPart[]): ObjectChecksum | undefined {
   if (upload === undefined) return undefined;
   const { algorithm, type } = upload;
   const digests = parts.map((p) => {

@@ -119,6 +119,15 @@ export interface PayloadDigest {
   checksum?: { algorithm: ChecksumAlgorithm; value: Buffer };
 }
 
+export interface CompleteOptions extends WriteOptions {
+  /**
+   * The object checksum the CompleteMultipartUpload request stated
+   * (x-amz-checksum-<alg>, and x-amz-checksum-type when sent): the one made
+   * must be it (BadDigest, InvalidRequest for another algorithm or type).
+   */
+  expectedChecksum?: { algorithm: ChecksumAlgorithm; value: string; type?: ChecksumType };
+}
+
 export interface PutObjectOptions extends WriteOptions {
   headers: ObjectHeaders;
   metadata: Record<string, string>;
@@ -294,7 +303,7 @@ export interface Backend {
   /** `writer`: the agent starting the upload (an upstream must store it now; the embedded store takes it at completion). */
   createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo>;
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo>;
-  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo>;
+  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo>;
   abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void>;
   listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult>;
   listMultipartUploads(bucket: string, params: ListUploadsParams): Promise<ListUploadsResult>;

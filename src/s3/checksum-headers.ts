@@ -10,7 +10,7 @@
  * - Checksum<ALG> elements in CompleteMultipartUpload, ListParts and
  *   ListObjects XML.
  */
-import type { ObjectChecksum, PartChecksum, UploadChecksum } from '../backends/types.js';
+import type { CompleteOptions, ObjectChecksum, PartChecksum, UploadChecksum } from '../backends/types.js';
 import {
   CHECKSUM_ALGORITHMS,
   CHECKSUM_TYPES,
@@ -49,6 +49,17 @@ export function declaredChecksum(headers: Record<string, string>): PartChecksum 
     if (value !== undefined) return { algorithm, value: value.trim() };
   }
   return undefined;
+}
+
+/** The object checksum a CompleteMultipartUpload states (x-amz-checksum-<alg>, optional x-amz-checksum-type), well formed. */
+export function completeChecksumFrom(headers: Record<string, string>): CompleteOptions['expectedChecksum'] {
+  const stated = declaredChecksum(headers);
+  if (!stated) return undefined;
+  // A COMPOSITE value carries its `-N`; only the digest before it must be well formed.
+  parseChecksumValue(stated.algorithm, stated.value.replace(/-\d+$/, ''));
+  const type = headers['x-amz-checksum-type']?.trim().toUpperCase();
+  if (type !== undefined && type !== 'COMPOSITE' && type !== 'FULL_OBJECT') throw new S3Error('InvalidRequest', 'Value for x-amz-checksum-type header is invalid.');
+  return { ...stated, ...(type !== undefined && { type: type as ChecksumType }) };
 }
 
 /** Headers that announce an upload's checksum (CreateMultipartUpload answer). */

@@ -10,7 +10,7 @@
  */
 import {
   CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand,
-  ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand, UploadPartCommand, type ChecksumAlgorithm,
+  ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand, type ChecksumAlgorithm,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { execFile } from 'node:child_process';
@@ -136,6 +136,28 @@ describe('multipart', () => {
     expect(head).toMatchObject({ [field[alg]]: full, ChecksumType: 'FULL_OBJECT' });
     const get = await t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
     expect((await bytes(get.Body)).equals(whole)).toBe(true);
+  });
+
+  it('checks the object checksum a CompleteMultipartUpload states (BadDigest when wrong), and computes part checksums a client did not send', async () => {
+    const key = 'mpu/stated';
+    // A client that sends no checksum unless required: casket computes each part's.
+    const quiet = new S3Client({ endpoint: t.casket.url, region: 'us-east-1', forcePathStyle: true, credentials: t.casket.admin, maxAttempts: 1, requestChecksumCalculation: 'WHEN_REQUIRED' });
+    try {
+      const created = await quiet.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key, ChecksumAlgorithm: 'CRC64NVME' }));
+      expect(created.ChecksumType).toBe('FULL_OBJECT');
+      const done: Array<{ PartNumber: number; ETag: string }> = [];
+      for (const [i, data] of parts.entries()) {
+        const r = await quiet.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId: created.UploadId, PartNumber: i + 1, Body: data }));
+        expect(r.ChecksumCRC64NVME).toBe(b64('crc64nvme', data));
+        done.push({ PartNumber: i + 1, ETag: r.ETag! });
+      }
+      const complete = (value: string) => quiet.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: created.UploadId, MultipartUpload: { Parts: done }, ChecksumCRC64NVME: value, ChecksumType: 'FULL_OBJECT' }));
+      expect(await failure(complete(b64('crc64nvme', Buffer.from('not the object'))))).toMatchObject({ name: 'BadDigest', status: 400 });
+      const completed = await complete(b64('crc64nvme', whole));
+      expect(completed).toMatchObject({ ChecksumCRC64NVME: b64('crc64nvme', whole), ChecksumType: 'FULL_OBJECT' });
+    } finally {
+      quiet.destroy();
+    }
   });
 
   it('refuses what S3 refuses: a COMPOSITE CRC64NVME, a FULL_OBJECT SHA256, a part with another algorithm', async () => {

@@ -33,6 +33,7 @@ import type {
   Backend,
   BucketInfo,
   CompletedPart,
+  CompleteOptions,
   ListObjectsParams,
   ListObjectsResult,
   ListPartsParams,
@@ -186,7 +187,7 @@ export class FsBackend implements Backend {
     return this.parts.multipart.uploadPart(bucket, key, uploadId, partNumber, payload);
   }
 
-  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     return this.parts.multipart.completeUpload(bucket, key, uploadId, parts, options);
   }
 

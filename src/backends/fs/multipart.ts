@@ -33,6 +33,7 @@ import type { Database, Statement } from '../../sqlite.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import type {
   CompletedPart,
+  CompleteOptions,
   ListPartsParams,
   ListPartsResult,
   ListUploadsParams,
@@ -109,7 +110,7 @@ export class Multipart {
   private readonly pruneCompleted: Statement<[number]>;
   private readonly uploadScans: UploadSeekStatements;
   private readonly commitPart: (bucket: string, key: string, uploadId: string, part: Record<string, unknown>) => string[];
-  private readonly commitComplete: (bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions) => CommitResult;
+  private readonly commitComplete: (bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions) => CommitResult;
   private readonly commitAbort: (bucket: string, key: string, uploadId: string) => string[];
   private lastUploadMs = 0;
   private uploadSequence = 0;
@@ -229,7 +230,7 @@ export class Multipart {
     return part;
   }
 
-  async completeUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  async completeUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     validateKey(key);
     const result = this.commitComplete(bucket, key, uploadId, parts, options);
     this.objects.settle(result);
@@ -295,7 +296,7 @@ export class Multipart {
   }
 
   /** The CompleteMultipartUpload transaction body. */
-  private complete(bucket: string, key: string, uploadId: string, requested: CompletedPart[], options: WriteOptions): CommitResult {
+  private complete(bucket: string, key: string, uploadId: string, requested: CompletedPart[], options: CompleteOptions): CommitResult {
     const upload = this.selectUpload.get(uploadId);
     if (upload === undefined || upload.bucket !== bucket || upload.key !== key) return this.completedBefore(bucket, key, uploadId);
     if (requested.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
@@ -322,6 +323,7 @@ export class Multipart {
     const checksum = multipartChecksum(
       decodeUploadChecksum(upload.checksum),
       chosen.map((p, i) => ({ partNumber: p.part_number, size: p.size, ...(partChecksums[i] && { checksum: partChecksums[i] }) })),
+      options.expectedChecksum,
     );
     const now = Date.now();
     const written = this.objects.replace(

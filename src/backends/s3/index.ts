@@ -26,6 +26,7 @@ import type {
   Backend,
   BucketInfo,
   CompletedPart,
+  CompleteOptions,
   ForwardRequest,
   ForwardResponse,
   ListObjectsParams,
@@ -186,7 +187,7 @@ export class S3Backend implements Backend {
     return this.multipart.uploadPart(bucket, key, uploadId, partNumber, payload);
   }
 
-  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     return this.multipart.completeMultipartUpload(bucket, key, uploadId, parts, options);
   }
 

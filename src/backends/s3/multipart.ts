@@ -24,7 +24,7 @@ import { multipartETag } from '../../vocabulary/etag.js';
 import { validateKey } from '../../vocabulary/names.js';
 import type { StateStore } from '../../state/types.js';
 import { checkNamedPartChecksums, multipartChecksum } from '../multipart-checksum.js';
-import type { CompletedPart, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartChecksum, PartInfo, Payload, UploadChecksum, WriteOptions } from '../types.js';
+import type { CompletedPart, CompleteOptions, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartChecksum, PartInfo, Payload, UploadChecksum, WriteOptions } from '../types.js';
 import { unquote } from './capabilities.js';
 import { drain, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { REFUSED, refusedUpstream, type Committer } from './commit.js';
@@ -100,7 +100,7 @@ export class Multipart {
     }
   }
 
-  async completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  async completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     validateKey(key);
     if (parts.length === 0) throw new S3Error('MalformedXML', 'You must specify at least one part');
     for (let i = 1; i < parts.length; i++) if (parts[i]!.partNumber <= parts[i - 1]!.partNumber) throw new S3Error('InvalidPartOrder');
@@ -124,7 +124,7 @@ export class Multipart {
       checkNamedPartChecksums(uploadId, p, checksum);
       return { partNumber: p.partNumber, upstreamETag: up.etag, size: up.size, digest, ...(checksum && { checksum }) };
     });
-    const checksum = multipartChecksum(await this.uploadChecksum(bucket, key, uploadId), chosen);
+    const checksum = multipartChecksum(await this.uploadChecksum(bucket, key, uploadId), chosen, options.expectedChecksum);
     const indexedChecksum = checksum && { checksum, partChecksums: chosen.map((c) => c.checksum!.value) };
     const known = chosen.every((c) => c.digest !== undefined);
     const etag = known ? multipartETag(chosen.map((c) => Buffer.from(c.digest!.sha256, 'hex'))) : null;

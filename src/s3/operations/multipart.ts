@@ -21,7 +21,7 @@ import { OWNER } from './buckets.js';
 import { parseMaxKeys } from './list-objects.js';
 import { requireLength } from './put-object.js';
 import type { CompletedPart, MultipartUploadInfo } from '../../backends/types.js';
-import { checksumElements, partChecksumElements, partChecksumFromXml, uploadChecksumFrom, uploadChecksumHeaders } from '../checksum-headers.js';
+import { checksumElements, completeChecksumFrom, partChecksumElements, partChecksumFromXml, uploadChecksumFrom, uploadChecksumHeaders } from '../checksum-headers.js';
 import { checksumHeaderName, DISPLAY_NAMES } from '../../vocabulary/checksums.js';
 
 function uploadId(ctx: RequestContext): string {
@@ -91,6 +91,7 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
   const id = uploadId(ctx);
   // An x-amz-checksum-* header here names the object's checksum, not the XML body's.
   const parts = parseParts(await readXmlBody(ctx.payload({ ignoreChecksumHeaders: true }).stream));
+  const expectedChecksum = completeChecksumFrom(ctx.headers);
   const info = await guardedWrite({
     ctx,
     services,
@@ -100,7 +101,7 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
     conditions: writeConditionsFrom(ctx.headers),
     bodyComing: false,
     selfIdentifying: true,
-    commit: (permit) => services.backend.completeMultipartUpload(bucket, key, id, parts, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    commit: (permit) => services.backend.completeMultipartUpload(bucket, key, id, parts, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }), ...(expectedChecksum && { expectedChecksum }) }),
     written: (info) => info,
     landed: (current) => current!,
   });
