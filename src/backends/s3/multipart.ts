@@ -124,7 +124,8 @@ export class Multipart {
       checkNamedPartChecksums(uploadId, p, checksum);
       return { partNumber: p.partNumber, upstreamETag: up.etag, size: up.size, digest, ...(checksum && { checksum }) };
     });
-    const checksum = multipartChecksum(await this.uploadChecksum(bucket, key, uploadId), chosen, options.expectedChecksum);
+    const uploadChecksum = await this.uploadChecksum(bucket, key, uploadId);
+    const checksum = multipartChecksum(uploadChecksum, chosen, options.expectedChecksum);
     const indexedChecksum = checksum && { checksum, partChecksums: chosen.map((c) => c.checksum!.value) };
     const known = chosen.every((c) => c.digest !== undefined);
     const etag = known ? multipartETag(chosen.map((c) => Buffer.from(c.digest!.sha256, 'hex'))) : null;
@@ -159,7 +160,7 @@ export class Multipart {
       return current.info;
     });
     await this.state.deletePartDigests(uploadId).catch(() => {});
-    await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, '').catch(() => {});
+    if (uploadChecksum) await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, '').catch(() => {});
     // A retry of this completion whose answer was lost must succeed (completedBefore).
     await this.state.putIndexedETag(bucket, key, `${uploadId}${COMPLETED_UPLOAD_SUFFIX}`, info.etag).catch(() => {});
     // The commit returned what it knows; HEAD fills in headers and metadata set at CreateMultipartUpload.
@@ -189,6 +190,7 @@ export class Multipart {
     validateKey(key);
     await drain(await this.client.ok({ method: 'DELETE', bucket, key, query: { uploadId } }));
     await this.state.deletePartDigests(uploadId);
+    await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, '').catch(() => {});
   }
 
   async listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult> {
