@@ -12,7 +12,7 @@
  * Known gap: an upload created without x-amz-checksum-algorithm makes an
  * object without a checksum (AWS S3 adds a CRC64NVME of its own since 2025).
  */
-import { CHECKSUM_ALGORITHMS, checksumOf, combineCrcs, compositeChecksum, DISPLAY_NAMES, parseChecksumValue } from '../vocabulary/checksums.js';
+import { CHECKSUM_ALGORITHMS, checksumOf, combineCrcs, compositeChecksum, DISPLAY_NAMES, parseChecksumValue, type ChecksumAlgorithm, type ChecksumType } from '../vocabulary/checksums.js';
 import { S3Error } from '../vocabulary/errors.js';
 import type { CompletedPart, CompleteOptions, ObjectChecksum, PartChecksum, UploadChecksum } from './types.js';
 
@@ -59,6 +59,42 @@ function makeChecksum(upload: UploadChecksum | undefined, parts: readonly Chosen
   return { algorithm, type, value: value.toString('base64') };
 }
 
+/*
+ * Compact text forms, as the stores keep them (a column, a header, a
+ * state-store value): `<algorithm> <type> <value>` for an object,
+ * `<algorithm> <type>` for an upload, `<algorithm> <value>` for a part.
+ * Decoders return undefined for anything they did not write.
+ */
+
+function algorithmNamed(name: string | undefined): ChecksumAlgorithm | undefined {
+  return CHECKSUM_ALGORITHMS.find((a) => a === name);
+}
+
+function typeNamed(name: string | undefined): ChecksumType | undefined {
+  return name === 'COMPOSITE' || name === 'FULL_OBJECT' ? name : undefined;
+}
+
+export function encodeUploadChecksum(c: UploadChecksum): string {
+  return `${c.algorithm} ${c.type}`;
+}
+
+export function decodeUploadChecksum(text: string | null | undefined): UploadChecksum | undefined {
+  const [name, typeName] = (text ?? '').split(' ');
+  const algorithm = algorithmNamed(name);
+  const type = typeNamed(typeName);
+  return algorithm && type ? { algorithm, type } : undefined;
+}
+
+export function encodePartChecksum(c: PartChecksum): string {
+  return `${c.algorithm} ${c.value}`;
+}
+
+export function decodePartChecksum(text: string | null | undefined): PartChecksum | undefined {
+  const [name, value] = (text ?? '').split(' ');
+  const algorithm = algorithmNamed(name);
+  return algorithm && value ? { algorithm, value } : undefined;
+}
+
 /** Compact text form of an ObjectChecksum for a metadata column or header: `<algorithm> <type> <value>`. */
 export function encodeChecksum(c: ObjectChecksum): string {
   return `${c.algorithm} ${c.type} ${c.value}`;
@@ -67,8 +103,9 @@ export function encodeChecksum(c: ObjectChecksum): string {
 /** The checksum `encodeChecksum` wrote; undefined for anything else (a value written around casket, say). */
 export function decodeChecksum(text: string | null | undefined): ObjectChecksum | undefined {
   if (!text) return undefined;
-  const [name = '', type = '', value = ''] = text.split(' ');
-  const algorithm = CHECKSUM_ALGORITHMS.find((a) => a === name);
-  if (algorithm === undefined || (type !== 'COMPOSITE' && type !== 'FULL_OBJECT') || !/^[A-Za-z0-9+/]+={0,2}(-\d+)?$/.test(value)) return undefined;
+  const [name, typeName, value = ''] = text.split(' ');
+  const algorithm = algorithmNamed(name);
+  const type = typeNamed(typeName);
+  if (algorithm === undefined || type === undefined || !/^[A-Za-z0-9+/]+={0,2}(-\d+)?$/.test(value)) return undefined;
   return { algorithm, type, value };
 }

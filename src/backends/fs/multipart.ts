@@ -41,7 +41,6 @@ import type {
   MultipartUploadInfo,
   ObjectHeaders,
   ObjectInfo,
-  PartChecksum,
   PartInfo,
   Payload,
   UploadChecksum,
@@ -50,8 +49,8 @@ import type {
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
 import { compareKeys, validateKey } from '../../vocabulary/names.js';
 import type { CommitResult, Objects, StoreParts } from './objects.js';
-import { checkNamedPartChecksums, encodeChecksum, multipartChecksum } from '../multipart-checksum.js';
-import { decodeUploadChecksum, encodeHeaders, encodeMetadata, encodeUploadChecksum, UPLOAD_COLUMNS, uploadInfo, type UploadRow } from './rows.js';
+import { checkNamedPartChecksums, decodePartChecksum, decodeUploadChecksum, encodeChecksum, encodePartChecksum, encodeUploadChecksum, multipartChecksum } from '../multipart-checksum.js';
+import { encodeHeaders, encodeMetadata, UPLOAD_COLUMNS, uploadInfo, type UploadRow } from './rows.js';
 
 export const MAX_PART_NUMBER = 10_000;
 const COMPLETED_UPLOAD_MEMORY_MS = 24 * 60 * 60 * 1000;
@@ -69,12 +68,6 @@ interface PartRow {
   blob: string;
   /** `<algorithm> <base64>`. */
   checksum: string | null;
-}
-
-function decodePartChecksum(text: string | null): PartChecksum | undefined {
-  if (!text) return undefined;
-  const [algorithm, value] = text.split(' ');
-  return { algorithm, value } as PartChecksum;
 }
 
 function partInfo(row: PartRow): PartInfo {
@@ -182,7 +175,7 @@ export class Multipart {
       initiated,
       headers: encodeHeaders(headers),
       metadata: encodeMetadata(metadata),
-      checksum: encodeUploadChecksum(checksum),
+      checksum: checksum ? encodeUploadChecksum(checksum) : null,
     };
     this.insertUpload.run(row);
     this.store.durability.committed();
@@ -219,7 +212,7 @@ export class Multipart {
         size: part.size,
         last_modified: part.lastModified.getTime(),
         blob: body.id,
-        checksum: part.checksum ? `${part.checksum.algorithm} ${part.checksum.value}` : null,
+        checksum: part.checksum ? encodePartChecksum(part.checksum) : null,
       });
     } catch (e) {
       await this.store.blobs.remove(body.id);

@@ -5,8 +5,8 @@
  * case, so nothing is parsed for them); every conversion returns fresh
  * objects, so callers may mutate what they get.
  */
-import { decodeChecksum } from '../multipart-checksum.js';
-import type { MultipartUploadInfo, ObjectHeaders, ObjectInfo, UploadChecksum } from '../types.js';
+import { decodeChecksum, decodeUploadChecksum } from '../multipart-checksum.js';
+import type { MultipartUploadInfo, ObjectHeaders, ObjectInfo } from '../types.js';
 
 /** Every `objects` column but the inline body. */
 export const OBJECT_COLUMNS = 'key, etag, size, last_modified, writer, headers, metadata, part_sizes, checksum, part_checksums, blobs';
@@ -63,17 +63,9 @@ export function objectInfo(bucket: string, row: ObjectRow): ObjectInfo {
   return info;
 }
 
-export function encodeUploadChecksum(c: UploadChecksum | undefined): string | null {
-  return c ? `${c.algorithm} ${c.type}` : null;
-}
-
-export function decodeUploadChecksum(text: string | null): UploadChecksum | undefined {
-  if (!text) return undefined;
-  const [algorithm, type] = text.split(' ');
-  return { algorithm, type } as UploadChecksum;
-}
 
 export function uploadInfo(bucket: string, row: UploadRow): MultipartUploadInfo {
+  const checksum = decodeUploadChecksum(row.checksum);
   return {
     bucket,
     key: row.key,
@@ -81,7 +73,7 @@ export function uploadInfo(bucket: string, row: UploadRow): MultipartUploadInfo 
     initiated: new Date(row.initiated),
     headers: row.headers === null ? {} : (JSON.parse(row.headers) as ObjectHeaders),
     metadata: row.metadata === null ? {} : (JSON.parse(row.metadata) as Record<string, string>),
-    ...(row.checksum !== null && { checksum: decodeUploadChecksum(row.checksum)! }),
+    ...(checksum && { checksum }),
   };
 }
 

@@ -23,7 +23,7 @@ import { S3Error } from '../../vocabulary/errors.js';
 import { multipartETag } from '../../vocabulary/etag.js';
 import { validateKey } from '../../vocabulary/names.js';
 import type { StateStore } from '../../state/types.js';
-import { checkNamedPartChecksums, multipartChecksum } from '../multipart-checksum.js';
+import { checkNamedPartChecksums, decodePartChecksum, decodeUploadChecksum, encodePartChecksum, encodeUploadChecksum, multipartChecksum } from '../multipart-checksum.js';
 import type { CompletedPart, CompleteOptions, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartChecksum, PartInfo, Payload, UploadChecksum, WriteOptions } from '../types.js';
 import { unquote } from './capabilities.js';
 import { drain, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
@@ -41,11 +41,6 @@ const COMPLETED_UPLOAD_SUFFIX = '#completed-upload';
 /** The checksum an upload was created with, under (bucket, key, `<uploadId>#checksum`): `<algorithm> <type>`. */
 const UPLOAD_CHECKSUM_SUFFIX = '#checksum';
 
-function decodePartChecksum(text: string | undefined): PartChecksum | undefined {
-  if (!text) return undefined;
-  const [algorithm, value] = text.split(' ');
-  return { algorithm, value } as PartChecksum;
-}
 
 export class Multipart {
   constructor(
@@ -64,16 +59,13 @@ export class Multipart {
     const { doc } = await this.client.xml({ method: 'POST', bucket, key, query: { uploads: '' }, headers: upstreamHeaders });
     const uploadId = rootOf<{ UploadId?: string }>(doc).UploadId;
     if (!uploadId) throw new S3Error('InternalError', 'The upstream did not return an UploadId.');
-    if (checksum) await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, `${checksum.algorithm} ${checksum.type}`);
+    if (checksum) await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, encodeUploadChecksum(checksum));
     return { bucket, key, uploadId, initiated: new Date(), headers, metadata: withoutCasketMeta(metadata), ...(checksum && { checksum }) };
   }
 
   /** The checksum the upload was created with (the state store's; undefined: none, or forgotten). */
   private async uploadChecksum(bucket: string, key: string, uploadId: string): Promise<UploadChecksum | undefined> {
-    const text = await this.state.getIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`);
-    if (!text) return undefined;
-    const [algorithm, type] = text.split(' ');
-    return { algorithm, type } as UploadChecksum;
+    return decodeUploadChecksum(await this.state.getIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`));
   }
 
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {
@@ -93,7 +85,7 @@ export class Multipart {
       };
       await drain(await this.client.ok(req));
       const checksum: PartChecksum | undefined = spooled.digest.checksum && { algorithm: spooled.digest.checksum.algorithm, value: spooled.digest.checksum.value.toString('base64') };
-      await this.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size, ...(checksum && { checksum: `${checksum.algorithm} ${checksum.value}` }) });
+      await this.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size, ...(checksum && { checksum: encodePartChecksum(checksum) }) });
       return { partNumber, etag: md5.toString('hex'), size, lastModified: new Date(), sha256, ...(checksum && { checksum }) };
     } finally {
       await spooled.discard();
@@ -206,13 +198,14 @@ export class Multipart {
     const parts = (result.Part ?? []).map((p): PartInfo => {
       const partNumber = Number(p.PartNumber);
       const digest = digests.get(partNumber);
+      const checksum = decodePartChecksum(digest?.checksum);
       return {
         partNumber,
         etag: digest?.md5 ?? unquote(p.ETag ?? ''),
         size: Number(p.Size ?? 0),
         lastModified: p.LastModified ? new Date(p.LastModified) : new Date(0),
         sha256: digest ? Buffer.from(digest.sha256, 'hex') : Buffer.alloc(0),
-        ...(digest?.checksum && { checksum: decodePartChecksum(digest.checksum)! }),
+        ...(checksum && { checksum }),
       };
     });
     const isTruncated = result.IsTruncated === 'true';
