@@ -218,11 +218,22 @@ export function combineCrc(algorithm: ChecksumAlgorithm, crcA: Buffer, crcB: Buf
   return Buffer.from(combined.toString(16).padStart(spec.width / 4, '0'), 'hex');
 }
 
-/** The full-object CRC of parts given as [crc, length] in order. */
+/**
+ * The full-object CRC of parts given as [crc, length] in order. Parts of one
+ * upload mostly share a size, so the zeros operator is computed once per
+ * distinct length: 10,000 parts cost milliseconds, not seconds.
+ */
 export function combineCrcs(algorithm: ChecksumAlgorithm, parts: ReadonlyArray<readonly [Buffer, number]>): Buffer {
-  let acc = checksumOf(algorithm, Buffer.alloc(0));
-  for (const [crc, length] of parts) acc = combineCrc(algorithm, acc, crc, length);
-  return acc;
+  const spec = CRC_POLYNOMIALS[algorithm];
+  if (!spec) throw new Error(`${algorithm} checksums do not combine`);
+  const operators = new Map<number, bigint>();
+  let acc = BigInt(`0x${checksumOf(algorithm, Buffer.alloc(0)).toString('hex')}`);
+  for (const [crc, length] of parts) {
+    let op = operators.get(length);
+    if (op === undefined) operators.set(length, (op = zerosOperator(length, spec.poly, spec.width)));
+    acc = multModP(op, acc, spec.poly, spec.width) ^ BigInt(`0x${crc.toString('hex')}`);
+  }
+  return Buffer.from(acc.toString(16).padStart(spec.width / 4, '0'), 'hex');
 }
 
 // --- CRC implementations -----------------------------------------------------
