@@ -161,14 +161,15 @@ export class ETagResolver {
     const meta = h[`x-amz-meta-${META_SHA256}`];
     let resolved: Resolved | undefined;
     if (meta !== undefined && /^[0-9a-f]{64}$/.test(meta) && !upstreamETag.includes('-')) {
-      resolved = { etag: meta };
+      const checksum = decodeChecksum(h[`x-amz-meta-${META_CHECKSUM}`]);
+      resolved = { etag: meta, ...(checksum && { checksum }) };
       // Index it so listings need no HEAD for this version.
-      void this.remember(bucket, key, upstreamETag, meta).catch(() => {});
+      void this.remember(bucket, key, upstreamETag, meta, undefined, checksum && { checksum }).catch(() => {});
     } else {
       resolved = (await this.indexed(bucket, key, upstreamETag)) ?? (await this.compute(bucket, key, upstreamETag, size));
     }
     const writer = h[`x-amz-meta-${META_WRITER}`];
-    const checksum = resolved.checksum ?? decodeChecksum(h[`x-amz-meta-${META_CHECKSUM}`]);
+    const checksum = resolved.checksum;
     const info: ObjectInfo = {
       bucket,
       key,
