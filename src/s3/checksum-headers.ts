@@ -6,11 +6,12 @@
  * - x-amz-checksum-<alg> and x-amz-checksum-type in answers: PutObject,
  *   UploadPart, and GetObject / HeadObject when the request says
  *   `x-amz-checksum-mode: ENABLED` and asks for the whole object (S3 sends
- *   no checksum with a range: it would not describe the bytes sent);
+ *   no checksum with a range: it would not describe the bytes sent; with
+ *   ?partNumber= of a multipart object, that part's checksum);
  * - Checksum<ALG> elements in CompleteMultipartUpload, ListParts and
  *   ListObjects XML.
  */
-import type { CompleteOptions, ObjectChecksum, PartChecksum, UploadChecksum } from '../backends/types.js';
+import type { CompleteOptions, ObjectChecksum, ObjectInfo, PartChecksum, UploadChecksum } from '../backends/types.js';
 import {
   CHECKSUM_ALGORITHMS,
   CHECKSUM_TYPES,
@@ -70,6 +71,12 @@ export function uploadChecksumHeaders(c: UploadChecksum | undefined): Record<str
 /** x-amz-checksum-<alg> and x-amz-checksum-type for an object's checksum. */
 export function checksumHeaders(c: ObjectChecksum | undefined): Record<string, string> {
   return c ? { [checksumHeaderName(c.algorithm)]: c.value, 'x-amz-checksum-type': c.type } : {};
+}
+
+/** x-amz-checksum-<alg> of part `n` of a multipart object (GetObject / HeadObject ?partNumber=), when known. */
+export function partChecksumHeader(info: ObjectInfo, n: number): Record<string, string> {
+  const value = info.partChecksums?.[n - 1];
+  return info.checksum && value !== undefined ? { [checksumHeaderName(info.checksum.algorithm)]: value } : {};
 }
 
 /** Whether a GetObject / HeadObject asked for the object's checksum. */

@@ -112,6 +112,10 @@ describe('multipart', () => {
     // The SDK skips validating a composite value; the bytes are still whole.
     const get = await t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
     expect((await bytes(get.Body)).equals(whole)).toBe(true);
+    // One part: that part's checksum, which the SDK checks against the part's bytes.
+    const second = await t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, PartNumber: 2, ChecksumMode: 'ENABLED' }));
+    expect(second.ChecksumSHA256).toBe(b64('sha256', parts[1]!));
+    expect((await bytes(second.Body)).equals(parts[1]!)).toBe(true);
   });
 
   it('lib-storage Upload (CRC32 by default) makes a COMPOSITE CRC32 object', async () => {
