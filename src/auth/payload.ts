@@ -21,9 +21,10 @@
  * client disconnect → IncompleteBody; malformed Content-MD5 → InvalidDigest;
  * malformed checksum value → InvalidRequest.
  *
- * Known gaps: x-amz-checksum-type / composite multipart checksums are not
- * handled here; the computed checksum is not returned to the caller (only
- * verified) — add it to PayloadDigest when responses need to echo it.
+ * The checksum the request carried (or the one `checksum` asks for, computed
+ * when the request carried none) is part of the digest, so the backend stores
+ * it with the object or part (GetObject with x-amz-checksum-mode answers it).
+ * Composite multipart checksums are the backend's business.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { finished, Transform, type Readable, type TransformCallback } from 'node:stream';
@@ -41,7 +42,7 @@ import {
   parseChecksumValue,
   type Checksum,
   type ChecksumAlgorithm,
-} from './checksums.js';
+} from '../vocabulary/checksums.js';
 import {
   STREAMING_SIGNED,
   STREAMING_SIGNED_TRAILER,
@@ -64,6 +65,17 @@ export interface PayloadOptions {
   md5?: boolean;
   /** Largest body accepted; default 5 GiB. */
   maxSize?: number;
+  /**
+   * The checksum the body must have (an UploadPart of an upload created with
+   * x-amz-checksum-algorithm): computed when the request carried none; a
+   * request carrying another algorithm's is refused before its body.
+   */
+  checksum?: ChecksumAlgorithm;
+  /**
+   * x-amz-checksum-* headers describe something else than this body (the
+   * object a CompleteMultipartUpload makes): not checked against it.
+   */
+  ignoreChecksumHeaders?: boolean;
 }
 
 /** Everything the headers say about the body, validated. */
@@ -79,6 +91,8 @@ interface PayloadPlan {
   headerChecksum?: { algorithm: ChecksumAlgorithm; expected: Buffer };
   /** Checksum announced in x-amz-trailer, to be read from the trailers. */
   trailerChecksum?: ChecksumAlgorithm;
+  /** Checksum computed (not verified: nothing declared it) for the digest. */
+  computedChecksum?: ChecksumAlgorithm;
 }
 
 /**
@@ -89,7 +103,7 @@ export function validatePayloadHeaders(headers: Record<string, string>, auth: Au
   planPayload(headers, auth, maxSize);
 }
 
-function planPayload(headers: Record<string, string>, auth: AuthResult | null, maxSize: number): PayloadPlan {
+function planPayload(headers: Record<string, string>, auth: AuthResult | null, maxSize: number, options: Pick<PayloadOptions, 'checksum' | 'ignoreChecksumHeaders'> = {}): PayloadPlan {
   const mode = auth?.payloadMode ?? anonymousMode(headers['x-amz-content-sha256']);
   const contentEncoding = (headers['content-encoding'] ?? '').toLowerCase();
   const chunked = mode.startsWith('streaming-') || contentEncoding.split(',').some((e) => e.trim() === 'aws-chunked');
@@ -122,7 +136,7 @@ function planPayload(headers: Record<string, string>, auth: AuthResult | null, m
   }
 
   // x-amz-checksum-<alg> headers: at most one.
-  const checksumHeaders = Object.keys(headers).filter((name) => checksumAlgorithmOf(name) !== undefined);
+  const checksumHeaders = options.ignoreChecksumHeaders ? [] : Object.keys(headers).filter((name) => checksumAlgorithmOf(name) !== undefined);
   if (checksumHeaders.length > 1) {
     throw new S3Error('InvalidRequest', 'Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.');
   }
@@ -153,6 +167,12 @@ function planPayload(headers: Record<string, string>, auth: AuthResult | null, m
   const sent = plan.headerChecksum?.algorithm ?? plan.trailerChecksum;
   if (sdkAlgorithm !== undefined && sent !== undefined && parseChecksumAlgorithmName(sdkAlgorithm) !== sent) {
     throw new S3Error('InvalidRequest', 'Value for x-amz-sdk-checksum-algorithm header is invalid.');
+  }
+  if (options.checksum !== undefined) {
+    if (sent !== undefined && sent !== options.checksum) {
+      throw new S3Error('InvalidRequest', `Checksum Type mismatch occurred, expected checksum Type: ${options.checksum}, actual checksum Type: ${sent}`);
+    }
+    if (sent === undefined) plan.computedChecksum = options.checksum;
   }
   return plan;
 }
@@ -185,7 +205,7 @@ function anonymousMode(value: string | undefined): PayloadMode {
  * decides whether to drain it or close the connection.
  */
 export function createPayload(source: Readable, options: PayloadOptions): Payload {
-  const plan = planPayload(options.headers, options.auth, options.maxSize ?? MAX_PUT_SIZE);
+  const plan = planPayload(options.headers, options.auth, options.maxSize ?? MAX_PUT_SIZE, options);
   const stream = new VerifyingStream(plan, options.md5 === true || plan.contentMd5 !== undefined, options.maxSize ?? MAX_PUT_SIZE);
 
   // A source that errors or closes before its end (client disconnected) is an incomplete body.
@@ -235,7 +255,7 @@ class VerifyingStream extends Transform {
   ) {
     super();
     if (computeMd5) this.md5 = createHash('md5');
-    this.checksumAlgorithm = plan.headerChecksum?.algorithm ?? plan.trailerChecksum;
+    this.checksumAlgorithm = plan.headerChecksum?.algorithm ?? plan.trailerChecksum ?? plan.computedChecksum;
     // SHA-256 is computed anyway: an x-amz-checksum-sha256 reuses it.
     if (this.checksumAlgorithm !== undefined && this.checksumAlgorithm !== 'sha256') {
       this.checksum = createChecksum(this.checksumAlgorithm);
@@ -293,19 +313,21 @@ class VerifyingStream extends Transform {
     if (plan.contentMd5 && md5 && !md5.equals(plan.contentMd5)) {
       throw new S3Error('BadDigest', 'The Content-MD5 you specified did not match what we received.');
     }
+    let checksum: PayloadDigest['checksum'];
     if (this.checksumAlgorithm !== undefined) {
       const algorithm = this.checksumAlgorithm;
+      const actual = algorithm === 'sha256' ? sha256 : this.checksum!.digest();
+      checksum = { algorithm, value: actual };
       let expected = plan.headerChecksum?.expected;
-      if (!expected) {
+      if (!expected && plan.trailerChecksum !== undefined) {
         const value = this.parser?.trailers.get(checksumHeaderName(algorithm));
         if (value === undefined) {
           throw new S3Error('IncompleteBody', `The request body terminated unexpectedly (missing trailing header ${checksumHeaderName(algorithm)}).`);
         }
         expected = parseChecksumValue(algorithm, value, 'trailer');
       }
-      const actual = algorithm === 'sha256' ? sha256 : this.checksum!.digest();
-      if (!checksumsEqual(actual, expected)) throw checksumMismatch(algorithm);
+      if (expected && !checksumsEqual(actual, expected)) throw checksumMismatch(algorithm);
     }
-    this.done = md5 ? { sha256, md5, size: this.size } : { sha256, size: this.size };
+    this.done = { sha256, size: this.size, ...(md5 && { md5 }), ...(checksum && { checksum }) };
   }
 }

@@ -16,6 +16,8 @@ export interface RequestedPart {
   partNumber: number;
   /** Every ETag listed for this part number, as the client sent them (unquoted). */
   etags: string[];
+  /** Every entry listed for this part number (their checksums, when named). */
+  listed: CompletedPart[];
 }
 
 export function requestedParts(parts: CompletedPart[]): RequestedPart[] {
@@ -24,8 +26,10 @@ export function requestedParts(parts: CompletedPart[]): RequestedPart[] {
   for (const p of parts) {
     const last = out.at(-1);
     if (last !== undefined && p.partNumber < last.partNumber) throw new S3Error('InvalidPartOrder');
-    if (last !== undefined && p.partNumber === last.partNumber) last.etags.push(p.etag);
-    else out.push({ partNumber: p.partNumber, etags: [p.etag] });
+    if (last !== undefined && p.partNumber === last.partNumber) {
+      last.etags.push(p.etag);
+      last.listed.push(p);
+    } else out.push({ partNumber: p.partNumber, etags: [p.etag], listed: [p] });
   }
   return out;
 }

@@ -14,6 +14,7 @@
  * - A refused condition throws `ConditionFailed` with the current object.
  */
 import type { Readable } from 'node:stream';
+import type { ChecksumAlgorithm, ChecksumType } from '../vocabulary/checksums.js';
 
 /** Standard representation headers stored with an object and returned on GET/HEAD. */
 export interface ObjectHeaders {
@@ -49,6 +50,34 @@ export interface ObjectInfo {
   partSizes?: number[];
   /** The agent whose write made this version, when known. */
   writer?: string;
+  /** The checksum the object was uploaded with (x-amz-checksum-*), when it had one. */
+  checksum?: ObjectChecksum;
+  /** Base64 checksums of the parts of a multipart object with a checksum, in order (GetObjectAttributes). */
+  partChecksums?: string[];
+}
+
+/**
+ * An object's additional checksum, as S3 answers it with
+ * x-amz-checksum-mode: ENABLED (https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html).
+ */
+export interface ObjectChecksum {
+  algorithm: ChecksumAlgorithm;
+  type: ChecksumType;
+  /** Base64 of the digest; a COMPOSITE one ends in `-<part count>`. */
+  value: string;
+}
+
+/** The checksum a multipart upload was created with (x-amz-checksum-algorithm, x-amz-checksum-type). */
+export interface UploadChecksum {
+  algorithm: ChecksumAlgorithm;
+  type: ChecksumType;
+}
+
+/** One part's checksum (the upload's algorithm, or the one the part carried when the upload named none). */
+export interface PartChecksum {
+  algorithm: ChecksumAlgorithm;
+  /** Base64 of the digest. */
+  value: string;
 }
 
 export interface BucketInfo {
@@ -100,6 +129,17 @@ export interface PayloadDigest {
   /** Present when the payload was asked to compute it (UploadPart, Content-MD5). */
   md5?: Buffer;
   size: number;
+  /** The x-amz-checksum-* the body carried (verified), or the one the payload was asked to compute. */
+  checksum?: { algorithm: ChecksumAlgorithm; value: Buffer };
+}
+
+export interface CompleteOptions extends WriteOptions {
+  /**
+   * The object checksum the CompleteMultipartUpload request stated
+   * (x-amz-checksum-<alg>, and x-amz-checksum-type when sent): the one made
+   * must be it (BadDigest, InvalidRequest for another algorithm or type).
+   */
+  expectedChecksum?: { algorithm: ChecksumAlgorithm; value: string; type?: ChecksumType };
 }
 
 export interface PutObjectOptions extends WriteOptions {
@@ -114,6 +154,8 @@ export interface PutObjectOptions extends WriteOptions {
   declaredSha256?: string;
   /** Decoded length the body must have, when known before the body. */
   contentLength?: number;
+  /** The x-amz-checksum-* header the request carried (the payload verifies it): known before the body. */
+  declaredChecksum?: PartChecksum;
 }
 
 export interface ByteRange {
@@ -163,6 +205,7 @@ export interface MultipartUploadInfo {
   initiated: Date;
   headers: ObjectHeaders;
   metadata: Record<string, string>;
+  checksum?: UploadChecksum;
 }
 
 export interface PartInfo {
@@ -173,12 +216,15 @@ export interface PartInfo {
   lastModified: Date;
   /** SHA-256 of the part: the multipart object ETag is built from these. */
   sha256: Buffer;
+  checksum?: PartChecksum;
 }
 
 export interface CompletedPart {
   partNumber: number;
   /** Unquoted part ETag as the client sent it back. */
   etag: string;
+  /** A part checksum the client named (<ChecksumCRC32> ...): must be the part's. */
+  checksum?: PartChecksum;
 }
 
 export interface ListPartsParams {
@@ -256,7 +302,7 @@ export interface Backend {
   createBucket(bucket: string): Promise<'created' | 'exists'>;
   /** Throws NoSuchBucket. */
   headBucket(bucket: string): Promise<BucketInfo>;
-  /** Throws NoSuchBucket, BucketNotEmpty. */
+  /** Throws NoSuchBucket, BucketNotEmpty (objects remain); aborts in-progress multipart uploads, as S3 does. */
   deleteBucket(bucket: string): Promise<void>;
 
   /** null when the key does not exist; throws NoSuchBucket. */
@@ -269,9 +315,9 @@ export interface Backend {
   listObjects(bucket: string, params: ListObjectsParams): Promise<ListObjectsResult>;
 
   /** `writer`: the agent starting the upload (an upstream must store it now; the embedded store takes it at completion). */
-  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo>;
+  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo>;
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo>;
-  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo>;
+  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo>;
   abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void>;
   listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult>;
   listMultipartUploads(bucket: string, params: ListUploadsParams): Promise<ListUploadsResult>;

@@ -120,6 +120,7 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   DeleteObjects: () => [],
   GetObject: onObject('s3:GetObject'),
   HeadObject: onObject('s3:GetObject'),
+  GetObjectAttributes: onObject('s3:GetObjectAttributes'),
   PutObject: onObject('s3:PutObject'),
   CopyObject: copy,
   DeleteObject: onObject('s3:DeleteObject'),

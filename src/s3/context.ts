@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import type { AuthResult } from '../auth/sigv4.js';
-import { createPayload } from '../auth/payload.js';
+import { createPayload, type PayloadOptions } from '../auth/payload.js';
 import type { Backend, Payload } from '../backends/types.js';
 import type { Guard } from '../guard/guard.js';
 import type { StateStore } from '../state/types.js';
@@ -38,7 +38,7 @@ export interface RequestContext {
    * as it streams. Answers `Expect: 100-continue` first — call it only once
    * auth and preconditions have passed.
    */
-  payload(options?: { md5?: boolean }): Payload;
+  payload(options?: Pick<PayloadOptions, 'md5' | 'checksum' | 'ignoreChecksumHeaders'>): Payload;
 }
 
 export interface Services {
@@ -57,7 +57,7 @@ export type Handler = (ctx: RequestContext, services: Services) => Promise<S3Res
 export function payloadFactory(body: Readable, auth: AuthResult | null, headers: Record<string, string>, sendContinue: () => void): RequestContext['payload'] {
   return (options = {}) => {
     sendContinue();
-    return createPayload(body, { auth, headers, md5: options.md5 ?? false });
+    return createPayload(body, { ...options, auth, headers, md5: options.md5 ?? false });
   };
 }
 

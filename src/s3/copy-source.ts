@@ -7,6 +7,7 @@
  */
 import { createPayload } from '../auth/payload.js';
 import type { Backend, ByteRange, ObjectReader, Payload } from '../backends/types.js';
+import type { ChecksumAlgorithm } from '../vocabulary/checksums.js';
 import { S3Error } from '../vocabulary/errors.js';
 import { checkCopySourceConditions } from './read-conditions.js';
 
@@ -61,7 +62,7 @@ export function parseCopySourceRange(header: string | undefined, size: number): 
 }
 
 /** The source bytes as a Payload: trusted (already stored), hashed as they pass. */
-export function copyPayload(source: CopySource, range: ByteRange | undefined, md5 = false): Payload {
+export function copyPayload(source: CopySource, range: ByteRange | undefined, md5 = false, checksum?: ChecksumAlgorithm): Payload {
   const length = range ? range.end - range.start + 1 : source.reader.info.size;
-  return createPayload(source.reader.open(range), { auth: null, headers: { 'content-length': String(length) }, md5 });
+  return createPayload(source.reader.open(range), { auth: null, headers: { 'content-length': String(length) }, md5, ...(checksum && { checksum }) });
 }

@@ -13,7 +13,7 @@ import type { Operation } from './operations.js';
  * (operations/unmodeled.ts), 501 on the embedded store. Never guessed at.
  */
 export const UNMODELED = [
-  'accelerate', 'analytics', 'attributes', 'encryption', 'intelligent-tiering', 'inventory',
+  'accelerate', 'analytics', 'encryption', 'intelligent-tiering', 'inventory',
   'legal-hold', 'logging', 'metadataTable', 'metrics', 'notification', 'object-lock',
   'ownershipControls', 'policyStatus', 'publicAccessBlock', 'replication', 'requestPayment',
   'restore', 'retention', 'select', 'torrent', 'website',
@@ -21,7 +21,7 @@ export const UNMODELED = [
 ];
 
 /** Sub-resources that name a modeled operation: valid only with the method that operation takes. */
-const MODELED = ['acl', 'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'session', 'versions'];
+const MODELED = ['acl', 'location', 'uploads', 'delete', 'uploadId', 'partNumber', 'session', 'versions', 'attributes'];
 
 function notImplemented(what: string): S3Error {
   return new S3Error('NotImplemented', `casket does not implement ${what}.`);
@@ -80,6 +80,7 @@ export function detectOperation(method: string, bucket: string | undefined, key:
     case 'GET':
       if (has('acl')) return 'GetObjectAcl';
       if (has('uploadId')) return 'ListParts';
+      if (has('attributes')) return 'GetObjectAttributes';
       if (firstUnsupported(query) && !has('partNumber')) break;
       return 'GetObject';
     case 'PUT':

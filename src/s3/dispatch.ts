@@ -9,6 +9,7 @@ import * as buckets from './operations/buckets.js';
 import { CopyObject } from './operations/copy-object.js';
 import { DeleteObject, DeleteObjects } from './operations/delete-object.js';
 import { GetObject, HeadObject } from './operations/get-object.js';
+import { GetObjectAttributes } from './operations/get-object-attributes.js';
 import { ListObjectVersions } from './operations/list-object-versions.js';
 import { ListObjects, ListObjectsV2 } from './operations/list-objects.js';
 import * as multipart from './operations/multipart.js';
@@ -35,6 +36,7 @@ export const HANDLERS: Record<Operation, Handler> = {
   DeleteObjects,
   GetObject,
   HeadObject,
+  GetObjectAttributes,
   PutObject,
   CopyObject,
   DeleteObject,

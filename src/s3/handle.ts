@@ -71,7 +71,7 @@ function wantsSuffixedETag(userAgent: string | undefined): boolean {
   return userAgent === undefined || userAgent.trim() === '' || MD5_ETAG_CLIENTS.test(userAgent);
 }
 
-const READ_ONLY: ReadonlySet<Operation> = new Set<Operation>(['GetObject', 'HeadObject', 'ListObjects', 'ListObjectsV2', 'ListObjectVersions', 'HeadBucket', 'GetBucketLocation']);
+const READ_ONLY: ReadonlySet<Operation> = new Set<Operation>(['GetObject', 'HeadObject', 'GetObjectAttributes', 'ListObjects', 'ListObjectsV2', 'ListObjectVersions', 'HeadBucket', 'GetBucketLocation']);
 
 /**
  * Request ids: a random per-process prefix and a counter — unique across

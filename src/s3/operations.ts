@@ -25,6 +25,7 @@ export const OPERATIONS = [
   'DeleteObjects',
   'GetObject',
   'HeadObject',
+  'GetObjectAttributes',
   'PutObject',
   'CopyObject',
   'DeleteObject',

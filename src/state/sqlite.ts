@@ -86,6 +86,9 @@ export class SqliteStateStore implements StateStore {
     // State databases made before exact retries (DESIGN §3) lack the column.
     const columns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('write_log')").all();
     if (!columns.some((c) => c.name === 'invocation_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN invocation_id TEXT');
+    // ... and before flexible checksums.
+    const partColumns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('part_digests')").all();
+    if (!partColumns.some((c) => c.name === 'checksum')) this.db.exec('ALTER TABLE part_digests ADD COLUMN checksum TEXT');
     this.q = {
       getStamp: this.db.prepare<[string, string, string], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
       putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
@@ -94,8 +97,8 @@ export class SqliteStateStore implements StateStore {
       appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
       putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
-      putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests (upload_id, part_number, sha256, md5, size, at) VALUES (?, ?, ?, ?, ?, ?)'),
-      getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number }>('SELECT part_number, sha256, md5, size FROM part_digests WHERE upload_id = ? ORDER BY part_number'),
+      putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests (upload_id, part_number, sha256, md5, size, at, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number; checksum: string | null }>('SELECT part_number, sha256, md5, size, checksum FROM part_digests WHERE upload_id = ? ORDER BY part_number'),
       deleteParts: this.db.prepare('DELETE FROM part_digests WHERE upload_id = ?'),
       putSession: this.db.prepare('INSERT OR REPLACE INTO sessions (access_key, record, keep_until) VALUES (?, ?, ?)'),
       getSession: this.db.prepare<[string, number], { record: string }>('SELECT record FROM sessions WHERE access_key = ? AND keep_until >= ?'),
@@ -236,11 +239,11 @@ export class SqliteStateStore implements StateStore {
   }
 
   async putPartDigest(uploadId: string, p: PartDigest): Promise<void> {
-    this.q.putPart.run(uploadId, p.partNumber, p.sha256, p.md5, p.size, Date.now());
+    this.q.putPart.run(uploadId, p.partNumber, p.sha256, p.md5, p.size, Date.now(), p.checksum ?? null);
   }
 
   async getPartDigests(uploadId: string): Promise<PartDigest[]> {
-    return this.q.getParts.all(uploadId).map((r) => ({ partNumber: r.part_number, sha256: r.sha256, md5: r.md5, size: r.size }));
+    return this.q.getParts.all(uploadId).map((r) => ({ partNumber: r.part_number, sha256: r.sha256, md5: r.md5, size: r.size, ...(r.checksum !== null && { checksum: r.checksum }) }));
   }
 
   async deletePartDigests(uploadId: string): Promise<void> {

@@ -68,6 +68,8 @@ export interface PartDigest {
   sha256: string;
   md5: string;
   size: number;
+  /** The part's additional checksum, `<algorithm> <base64>`, when it has one. */
+  checksum?: string;
 }
 
 /**

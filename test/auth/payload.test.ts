@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { PassThrough, Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { createChecksum, type ChecksumAlgorithm } from '../../src/auth/checksums.js';
+import { createChecksum, type ChecksumAlgorithm } from '../../src/vocabulary/checksums.js';
 import { createPayload, validatePayloadHeaders, type PayloadOptions } from '../../src/auth/payload.js';
 import { verifySigV4, type AuthResult } from '../../src/auth/sigv4.js';
 import type { Payload } from '../../src/backends/types.js';
@@ -161,7 +161,8 @@ describe('payload: aws-chunked bodies', () => {
     const r = await run(body, { auth: unsignedTrailer, headers: sdkHeaders(algorithm) });
     expect(r.error).toBeUndefined();
     expect(r.data?.equals(data)).toBe(true);
-    expect(r.payload.digest()).toEqual({ sha256: sha256(data), size: data.length });
+    // The verified checksum travels with the digest: the store keeps it with the object.
+    expect(r.payload.digest()).toEqual({ sha256: sha256(data), size: data.length, checksum: { algorithm, value: Buffer.from(checksumB64(algorithm, data), 'base64') } });
   });
 
   it('trailer checksum mismatch → BadDigest; missing trailer → IncompleteBody; malformed → InvalidRequest', async () => {

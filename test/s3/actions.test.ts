@@ -41,7 +41,7 @@ describe('requiredAccess', () => {
     ['DeleteBucketTagging is s3:PutBucketTagging', req('Unmodeled', 'DELETE', 'b', undefined, 'tagging'), [['s3:PutBucketTagging', bucket]]],
     ['PutBucketVersioning (forwarded)', req('Unmodeled', 'PUT', 'b', undefined, 'versioning'), [['s3:PutBucketVersioning', bucket]]],
     ['ListObjectVersions (modeled)', req('ListObjectVersions', 'GET', 'b', undefined, 'versions'), [['s3:ListBucketVersions', bucket]]],
-    ['GetObjectAttributes', req('Unmodeled', 'GET', 'b', 'k/x', 'attributes'), [['s3:GetObjectAttributes', object]]],
+    ['GetObjectAttributes (modeled)', req('GetObjectAttributes', 'GET', 'b', 'k/x', 'attributes'), [['s3:GetObjectAttributes', object]]],
   ])('%s', (_name, request, expected) => {
     expect(requiredAccess(request).map((a) => [a.action, a.resource])).toEqual(expected);
   });

@@ -409,7 +409,7 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
 
     it('part digests: put in any order, read back by part number, replaced on re-upload, deleted', async () => {
       const state = await open();
-      const part = (partNumber: number, tag: string) => ({ partNumber, sha256: `sha-${tag}`, md5: `md5-${tag}`, size: partNumber * 100 });
+      const part = (partNumber: number, tag: string) => ({ partNumber, sha256: `sha-${tag}`, md5: `md5-${tag}`, size: partNumber * 100, ...(partNumber === 3 && { checksum: `crc32 ${tag}AAAA==` }) });
       await state.putPartDigest('up-1', part(3, 'c'));
       await state.putPartDigest('up-1', part(1, 'a'));
       await state.putPartDigest('up-1', part(10, 'j'));

@@ -2,7 +2,11 @@
  * Buckets of the embedded store: a row each in `buckets`. A bucket has no
  * directory of its own (bodies live in shared blob directories), so creating
  * and deleting one is a single row change. DeleteBucket refuses while objects
- * or in-progress multipart uploads remain, as S3 does (BucketNotEmpty).
+ * or in-progress remain, as S3 does (BucketNotEmpty); in-progress multipart uploads do not
+ * keep it alive: DeleteBucket aborts them in the same transaction, as AWS S3
+ * does (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteBucket.html:
+ * "All objects ... must be deleted before the bucket itself can be deleted";
+ * pending uploads are not objects).
  * Writes re-check that their bucket exists inside their commit transaction,
  * so an upload racing a DeleteBucket fails with NoSuchBucket instead of
  * leaving an object in a bucket that is gone.
@@ -23,8 +27,10 @@ export class Buckets {
   private readonly insert: Statement<[string, number]>;
   private readonly remove: Statement<[string]>;
   private readonly hasObjects: Statement<[string], unknown>;
-  private readonly hasUploads: Statement<[string], unknown>;
-  private readonly deleteBucket: (name: string) => void;
+  private readonly uploadBlobs: Statement<[string], { blob: string }>;
+  private readonly dropParts: Statement<[string]>;
+  private readonly dropUploads: Statement<[string]>;
+  private readonly deleteBucket: (name: string) => string[];
 
   constructor(db: Database) {
     this.selectAll = db.prepare('SELECT name, created FROM buckets ORDER BY name');
@@ -32,13 +38,18 @@ export class Buckets {
     this.insert = db.prepare('INSERT OR IGNORE INTO buckets (name, created) VALUES (?, ?)');
     this.remove = db.prepare('DELETE FROM buckets WHERE name = ?');
     this.hasObjects = db.prepare('SELECT 1 FROM objects WHERE bucket = ? LIMIT 1');
-    this.hasUploads = db.prepare('SELECT 1 FROM uploads WHERE bucket = ? LIMIT 1');
-    this.deleteBucket = db.transaction((name: string) => {
+    const ofBucket = 'SELECT upload_id FROM uploads WHERE bucket = ?';
+    this.uploadBlobs = db.prepare(`SELECT blob FROM parts WHERE upload_id IN (${ofBucket})`);
+    this.dropParts = db.prepare(`DELETE FROM parts WHERE upload_id IN (${ofBucket})`);
+    this.dropUploads = db.prepare('DELETE FROM uploads WHERE bucket = ?');
+    this.deleteBucket = db.transaction((name: string): string[] => {
       this.require(name);
-      if (this.hasObjects.get(name) !== undefined || this.hasUploads.get(name) !== undefined) {
-        throw new S3Error('BucketNotEmpty', { fields: { BucketName: name } });
-      }
+      if (this.hasObjects.get(name) !== undefined) throw new S3Error('BucketNotEmpty', { fields: { BucketName: name } });
+      const released = this.uploadBlobs.all(name).map((p) => p.blob);
+      this.dropParts.run(name);
+      this.dropUploads.run(name);
       this.remove.run(name);
+      return released;
     });
   }
 
@@ -55,8 +66,9 @@ export class Buckets {
     return toInfo(this.require(name));
   }
 
-  delete(name: string): void {
-    this.deleteBucket(name);
+  /** Deletes the bucket and aborts its uploads; resolves the part blobs to condemn once committed. */
+  delete(name: string): string[] {
+    return this.deleteBucket(name);
   }
 
   /** Throws NoSuchBucket unless the bucket exists. Safe inside a transaction. */

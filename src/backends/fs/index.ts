@@ -33,6 +33,7 @@ import type {
   Backend,
   BucketInfo,
   CompletedPart,
+  CompleteOptions,
   ListObjectsParams,
   ListObjectsResult,
   ListPartsParams,
@@ -46,6 +47,7 @@ import type {
   PartInfo,
   Payload,
   PutObjectOptions,
+  UploadChecksum,
   WriteOptions,
 } from '../types.js';
 import { BlobStore } from './blobs.js';
@@ -152,8 +154,9 @@ export class FsBackend implements Backend {
   }
 
   async deleteBucket(bucket: string): Promise<void> {
-    this.parts.buckets.delete(bucket);
+    const released = this.parts.buckets.delete(bucket);
     this.parts.durability.committed();
+    this.parts.reaper.condemn(released);
   }
 
   async headObject(bucket: string, key: string): Promise<ObjectInfo | null> {
@@ -176,15 +179,15 @@ export class FsBackend implements Backend {
     return this.parts.objects.list(bucket, params);
   }
 
-  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>): Promise<MultipartUploadInfo> {
-    return this.parts.multipart.createUpload(bucket, key, headers, metadata);
+  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, _writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo> {
+    return this.parts.multipart.createUpload(bucket, key, headers, metadata, checksum);
   }
 
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {
     return this.parts.multipart.uploadPart(bucket, key, uploadId, partNumber, payload);
   }
 
-  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     return this.parts.multipart.completeUpload(bucket, key, uploadId, parts, options);
   }
 

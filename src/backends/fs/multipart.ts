@@ -18,6 +18,11 @@
  *   number, then randomness), so ordering by id within a key is ordering by
  *   initiation time, which is what S3 documents for ListMultipartUploads, and
  *   upload-id-marker's "lexicographically greater" agrees with it.
+ * - Checksums: an upload keeps the algorithm and type it was created with;
+ *   each part keeps its checksum (the payload computes the upload's algorithm
+ *   when the part carried none); completion checks the part checksums the
+ *   request named and stores the object's COMPOSITE or FULL_OBJECT checksum
+ *   and the part checksums (multipart-checksum.ts).
  * - A completed upload id is remembered for a day with the ETag it produced:
  *   a client retrying CompleteMultipartUpload after a lost response gets the
  *   object back instead of NoSuchUpload, as long as it is still that version.
@@ -28,6 +33,7 @@ import type { Database, Statement } from '../../sqlite.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import type {
   CompletedPart,
+  CompleteOptions,
   ListPartsParams,
   ListPartsResult,
   ListUploadsParams,
@@ -37,12 +43,14 @@ import type {
   ObjectInfo,
   PartInfo,
   Payload,
+  UploadChecksum,
   WriteOptions,
 } from '../types.js';
 import { requestedParts } from '../completed-parts.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
 import { compareKeys, validateKey } from '../../vocabulary/names.js';
 import type { CommitResult, Objects, StoreParts } from './objects.js';
+import { checkNamedPartChecksums, decodePartChecksum, decodeUploadChecksum, encodeChecksum, encodePartChecksum, encodeUploadChecksum, multipartChecksum } from '../multipart-checksum.js';
 import { encodeHeaders, encodeMetadata, UPLOAD_COLUMNS, uploadInfo, type UploadRow } from './rows.js';
 
 export const MAX_PART_NUMBER = 10_000;
@@ -59,6 +67,13 @@ interface PartRow {
   size: number;
   last_modified: number;
   blob: string;
+  /** `<algorithm> <base64>`. */
+  checksum: string | null;
+}
+
+function partInfo(row: PartRow): PartInfo {
+  const checksum = decodePartChecksum(row.checksum);
+  return { partNumber: row.part_number, etag: row.etag, size: row.size, lastModified: new Date(row.last_modified), sha256: row.sha256, ...(checksum && { checksum }) };
 }
 
 interface CompletedRow {
@@ -89,7 +104,7 @@ export class Multipart {
   private readonly pruneCompleted: Statement<[number]>;
   private readonly uploadScans: UploadSeekStatements;
   private readonly commitPart: (bucket: string, key: string, uploadId: string, part: Record<string, unknown>) => string[];
-  private readonly commitComplete: (bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions) => CommitResult;
+  private readonly commitComplete: (bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions) => CommitResult;
   private readonly commitAbort: (bucket: string, key: string, uploadId: string) => string[];
   private lastUploadMs = 0;
   private uploadSequence = 0;
@@ -102,18 +117,18 @@ export class Multipart {
     const { db } = store;
     this.selectUpload = db.prepare(`SELECT bucket, ${UPLOAD_COLUMNS} FROM uploads WHERE upload_id = ?`);
     this.insertUpload = db.prepare(
-      'INSERT INTO uploads (upload_id, bucket, key, initiated, headers, metadata) VALUES (@upload_id, @bucket, @key, @initiated, @headers, @metadata)',
+      'INSERT INTO uploads (upload_id, bucket, key, initiated, headers, metadata, checksum) VALUES (@upload_id, @bucket, @key, @initiated, @headers, @metadata, @checksum)',
     );
     this.deleteUpload = db.prepare('DELETE FROM uploads WHERE upload_id = ?');
     this.selectPartBlob = db.prepare('SELECT blob FROM parts WHERE upload_id = ? AND part_number = ?');
     this.selectPartBlobs = db.prepare('SELECT blob FROM parts WHERE upload_id = ?');
     this.upsertPart = db.prepare(`
-      INSERT INTO parts (upload_id, part_number, etag, sha256, size, last_modified, blob)
-      VALUES (@upload_id, @part_number, @etag, @sha256, @size, @last_modified, @blob)
+      INSERT INTO parts (upload_id, part_number, etag, sha256, size, last_modified, blob, checksum)
+      VALUES (@upload_id, @part_number, @etag, @sha256, @size, @last_modified, @blob, @checksum)
       ON CONFLICT (upload_id, part_number) DO UPDATE SET
         etag = excluded.etag, sha256 = excluded.sha256, size = excluded.size,
-        last_modified = excluded.last_modified, blob = excluded.blob`);
-    const partColumns = 'part_number, etag, sha256, size, last_modified, blob';
+        last_modified = excluded.last_modified, blob = excluded.blob, checksum = excluded.checksum`);
+    const partColumns = 'part_number, etag, sha256, size, last_modified, blob, checksum';
     this.selectParts = db.prepare(`SELECT ${partColumns} FROM parts WHERE upload_id = ? ORDER BY part_number`);
     this.selectPartsPage = db.prepare(`SELECT ${partColumns} FROM parts WHERE upload_id = ? AND part_number > ? ORDER BY part_number LIMIT ?`);
     this.deleteParts = db.prepare('DELETE FROM parts WHERE upload_id = ?');
@@ -148,7 +163,7 @@ export class Multipart {
     });
   }
 
-  createUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>): MultipartUploadInfo {
+  createUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, checksum?: UploadChecksum): MultipartUploadInfo {
     validateKey(key);
     this.store.buckets.require(bucket);
     const initiated = Math.max(Date.now(), this.lastUploadMs);
@@ -161,6 +176,7 @@ export class Multipart {
       initiated,
       headers: encodeHeaders(headers),
       metadata: encodeMetadata(metadata),
+      checksum: checksum ? encodeUploadChecksum(checksum) : null,
     };
     this.insertUpload.run(row);
     this.store.durability.committed();
@@ -188,6 +204,7 @@ export class Multipart {
       }
       if (digest.md5 === undefined) throw new S3Error('InternalError', 'UploadPart needs a payload that computes MD5 (the part ETag)');
       part = { partNumber, etag: digest.md5.toString('hex'), size: body.size, lastModified: new Date(), sha256: digest.sha256 };
+      if (digest.checksum) part.checksum = { algorithm: digest.checksum.algorithm, value: digest.checksum.value.toString('base64') };
       released = this.commitPart(bucket, key, uploadId, {
         upload_id: uploadId,
         part_number: partNumber,
@@ -196,6 +213,7 @@ export class Multipart {
         size: part.size,
         last_modified: part.lastModified.getTime(),
         blob: body.id,
+        checksum: part.checksum ? encodePartChecksum(part.checksum) : null,
       });
     } catch (e) {
       await this.store.blobs.remove(body.id);
@@ -206,7 +224,7 @@ export class Multipart {
     return part;
   }
 
-  async completeUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  async completeUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     validateKey(key);
     const result = this.commitComplete(bucket, key, uploadId, parts, options);
     this.objects.settle(result);
@@ -226,9 +244,7 @@ export class Multipart {
     if (params.maxParts <= 0) return { upload, parts: [], isTruncated: false };
     const rows = this.selectPartsPage.all(uploadId, Math.max(0, params.partNumberMarker), params.maxParts + 1);
     const isTruncated = rows.length > params.maxParts;
-    const parts = rows.slice(0, params.maxParts).map(
-      (row): PartInfo => ({ partNumber: row.part_number, etag: row.etag, size: row.size, lastModified: new Date(row.last_modified), sha256: row.sha256 }),
-    );
+    const parts = rows.slice(0, params.maxParts).map(partInfo);
     const result: ListPartsResult = { upload, parts, isTruncated };
     if (isTruncated) result.nextPartNumberMarker = parts[parts.length - 1]!.partNumber;
     return result;
@@ -274,7 +290,7 @@ export class Multipart {
   }
 
   /** The CompleteMultipartUpload transaction body. */
-  private complete(bucket: string, key: string, uploadId: string, requested: CompletedPart[], options: WriteOptions): CommitResult {
+  private complete(bucket: string, key: string, uploadId: string, requested: CompletedPart[], options: CompleteOptions): CommitResult {
     const upload = this.selectUpload.get(uploadId);
     if (upload === undefined || upload.bucket !== bucket || upload.key !== key) return this.completedBefore(bucket, key, uploadId);
     const wanted = requestedParts(requested);
@@ -284,6 +300,7 @@ export class Multipart {
       if (part === undefined || !p.etags.some((etag) => normalizePartETag(etag) === part.etag)) {
         throw new S3Error('InvalidPart', { fields: { UploadId: uploadId, PartNumber: p.partNumber, ETag: p.etags.at(-1) } });
       }
+      checkNamedPartChecksums(uploadId, p, decodePartChecksum(part.checksum));
       return part;
     });
     chosen.forEach((part, i) => {
@@ -293,6 +310,12 @@ export class Multipart {
         });
       }
     });
+    const partChecksums = chosen.map((p) => decodePartChecksum(p.checksum));
+    const checksum = multipartChecksum(
+      decodeUploadChecksum(upload.checksum),
+      chosen.map((p, i) => ({ partNumber: p.part_number, size: p.size, ...(partChecksums[i] && { checksum: partChecksums[i] }) })),
+      options.expectedChecksum,
+    );
     const now = Date.now();
     const written = this.objects.replace(
       {
@@ -305,6 +328,8 @@ export class Multipart {
         headers: upload.headers,
         metadata: upload.metadata,
         part_sizes: JSON.stringify(chosen.map((p) => p.size)),
+        checksum: checksum ? encodeChecksum(checksum) : null,
+        part_checksums: checksum ? JSON.stringify(partChecksums.map((c) => c!.value)) : null,
         blobs: JSON.stringify(chosen.map((p) => p.blob)),
         body: null,
       },

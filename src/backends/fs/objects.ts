@@ -19,6 +19,7 @@ import type { Database, Statement } from '../../sqlite.js';
 import type { BlobStore, ReceivedBody } from './blobs.js';
 import type { Buckets } from './buckets.js';
 import { conditionHolds, type VersionFacts } from '../commit-condition.js';
+import { encodeChecksum } from '../multipart-checksum.js';
 import type { WalDurability } from './durability.js';
 import { listPage, seekAfter, type Scan, type Seek } from './listing.js';
 import { validateKey } from '../../vocabulary/names.js';
@@ -76,12 +77,13 @@ export class Objects {
     this.selectRow = db.prepare(`SELECT ${OBJECT_COLUMNS} FROM objects WHERE bucket = ? AND key = ?`);
     this.selectRowWithBody = db.prepare(`SELECT ${OBJECT_COLUMNS}, body FROM objects WHERE bucket = ? AND key = ?`);
     this.upsertRow = db.prepare(`
-      INSERT INTO objects (bucket, key, etag, size, last_modified, writer, headers, metadata, part_sizes, blobs, body)
-      VALUES (@bucket, @key, @etag, @size, @last_modified, @writer, @headers, @metadata, @part_sizes, @blobs, @body)
+      INSERT INTO objects (bucket, key, etag, size, last_modified, writer, headers, metadata, part_sizes, checksum, part_checksums, blobs, body)
+      VALUES (@bucket, @key, @etag, @size, @last_modified, @writer, @headers, @metadata, @part_sizes, @checksum, @part_checksums, @blobs, @body)
       ON CONFLICT (bucket, key) DO UPDATE SET
         etag = excluded.etag, size = excluded.size, last_modified = excluded.last_modified,
         writer = excluded.writer, headers = excluded.headers, metadata = excluded.metadata,
-        part_sizes = excluded.part_sizes, blobs = excluded.blobs, body = excluded.body`);
+        part_sizes = excluded.part_sizes, checksum = excluded.checksum, part_checksums = excluded.part_checksums,
+        blobs = excluded.blobs, body = excluded.body`);
     this.deleteRow = db.prepare('DELETE FROM objects WHERE bucket = ? AND key = ?');
     const scan = (op: string, bounded: boolean) =>
       `SELECT ${OBJECT_COLUMNS} FROM objects WHERE bucket = ? AND key ${op} ?${bounded ? ' AND key < ?' : ''} ORDER BY key`;
@@ -144,6 +146,9 @@ export class Objects {
           headers: encodeHeaders(options.headers),
           metadata: encodeMetadata(options.metadata),
           part_sizes: null,
+          // A single PUT's checksum is of the whole object (S3: PutObject is always FULL_OBJECT).
+          checksum: digest.checksum ? encodeChecksum({ algorithm: digest.checksum.algorithm, type: 'FULL_OBJECT', value: digest.checksum.value.toString('base64') }) : null,
+          part_checksums: null,
           ...bodyColumns(body),
         },
         options,

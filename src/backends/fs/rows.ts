@@ -5,10 +5,11 @@
  * case, so nothing is parsed for them); every conversion returns fresh
  * objects, so callers may mutate what they get.
  */
+import { decodeChecksum, decodeUploadChecksum } from '../multipart-checksum.js';
 import type { MultipartUploadInfo, ObjectHeaders, ObjectInfo } from '../types.js';
 
 /** Every `objects` column but the inline body. */
-export const OBJECT_COLUMNS = 'key, etag, size, last_modified, writer, headers, metadata, part_sizes, blobs';
+export const OBJECT_COLUMNS = 'key, etag, size, last_modified, writer, headers, metadata, part_sizes, checksum, part_checksums, blobs';
 
 export interface ObjectRow {
   key: string;
@@ -20,6 +21,10 @@ export interface ObjectRow {
   metadata: string | null;
   /** JSON number[]: part sizes of a multipart object. */
   part_sizes: string | null;
+  /** `<algorithm> <type> <base64>` (multipart-checksum.ts encodeChecksum). */
+  checksum: string | null;
+  /** JSON string[]: base64 checksums of a multipart object's parts. */
+  part_checksums: string | null;
   /** JSON string[]: blob ids holding the body, in order; NULL when the body is inline. */
   blobs: string | null;
 }
@@ -28,7 +33,7 @@ export interface ObjectRowWithBody extends ObjectRow {
   body: Buffer | null;
 }
 
-export const UPLOAD_COLUMNS = 'upload_id, key, initiated, headers, metadata';
+export const UPLOAD_COLUMNS = 'upload_id, key, initiated, headers, metadata, checksum';
 
 export interface UploadRow {
   upload_id: string;
@@ -36,6 +41,8 @@ export interface UploadRow {
   initiated: number;
   headers: string | null;
   metadata: string | null;
+  /** `<algorithm> <type>` from x-amz-checksum-algorithm / -type. */
+  checksum: string | null;
 }
 
 export function objectInfo(bucket: string, row: ObjectRow): ObjectInfo {
@@ -50,10 +57,15 @@ export function objectInfo(bucket: string, row: ObjectRow): ObjectInfo {
   };
   if (row.part_sizes !== null) info.partSizes = JSON.parse(row.part_sizes) as number[];
   if (row.writer !== null) info.writer = row.writer;
+  const checksum = decodeChecksum(row.checksum);
+  if (checksum) info.checksum = checksum;
+  if (row.part_checksums !== null) info.partChecksums = JSON.parse(row.part_checksums) as string[];
   return info;
 }
 
+
 export function uploadInfo(bucket: string, row: UploadRow): MultipartUploadInfo {
+  const checksum = decodeUploadChecksum(row.checksum);
   return {
     bucket,
     key: row.key,
@@ -61,6 +73,7 @@ export function uploadInfo(bucket: string, row: UploadRow): MultipartUploadInfo 
     initiated: new Date(row.initiated),
     headers: row.headers === null ? {} : (JSON.parse(row.headers) as ObjectHeaders),
     metadata: row.metadata === null ? {} : (JSON.parse(row.metadata) as Record<string, string>),
+    ...(checksum && { checksum }),
   };
 }
 

@@ -36,6 +36,14 @@
  * - parts: one row per (upload, part number), pointing at its blob file.
  * - completed_uploads: recently completed upload ids and the ETag they made,
  *   so a retried CompleteMultipartUpload (lost response) succeeds.
+ *
+ * Migration 2 (flexible checksums): `objects.checksum` (`<algorithm> <type>
+ * <base64>`, see backends/multipart-checksum.ts) and `objects.part_checksums`
+ * (JSON base64[] of a multipart object's parts), placed before the body
+ * columns — so the table is rebuilt once rather than ALTERed (an added column
+ * would land after `body`, and reading it would walk an inline body's overflow
+ * pages); `uploads.checksum` (`<algorithm> <type>`) and `parts.checksum`
+ * (`<algorithm> <base64>`) are added in place.
  */
 import { isBusy, openSqlite, type Database } from '../../sqlite.js';
 
@@ -91,6 +99,31 @@ const MIGRATIONS: readonly string[] = [
     completed INTEGER NOT NULL
   ) WITHOUT ROWID;
   CREATE INDEX completed_uploads_by_time ON completed_uploads (completed);
+  `,
+  `
+  CREATE TABLE objects_v2 (
+    id INTEGER PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    last_modified INTEGER NOT NULL,
+    writer TEXT,
+    headers TEXT,
+    metadata TEXT,
+    part_sizes TEXT,
+    checksum TEXT,
+    part_checksums TEXT,
+    blobs TEXT,
+    body BLOB
+  );
+  INSERT INTO objects_v2 (id, bucket, key, etag, size, last_modified, writer, headers, metadata, part_sizes, blobs, body)
+    SELECT id, bucket, key, etag, size, last_modified, writer, headers, metadata, part_sizes, blobs, body FROM objects;
+  DROP TABLE objects;
+  ALTER TABLE objects_v2 RENAME TO objects;
+  CREATE UNIQUE INDEX objects_by_key ON objects (bucket, key);
+  ALTER TABLE uploads ADD COLUMN checksum TEXT;
+  ALTER TABLE parts ADD COLUMN checksum TEXT;
   `,
 ];
 

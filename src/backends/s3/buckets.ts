@@ -3,6 +3,11 @@
  * DeleteBucket (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucket.html),
  * re-signed as they are. casket's own probe buckets (capabilities.ts) are
  * never listed.
+ *
+ * DeleteBucket deletes a bucket that holds only in-progress multipart uploads,
+ * as AWS S3 does: casket lists and aborts them upstream first (an upstream
+ * such as Ceph RGW or MinIO may refuse BucketNotEmpty while uploads remain).
+ * It looks for objects first, so a bucket that is not empty keeps its uploads.
  */
 import { S3Error } from '../../vocabulary/errors.js';
 import { validateBucketName } from '../../vocabulary/names.js';
@@ -42,6 +47,26 @@ export async function headBucket(client: UpstreamClient, bucket: string): Promis
   return { name: bucket, creationDate: new Date(0) };
 }
 
-export async function deleteBucket(client: UpstreamClient, bucket: string): Promise<void> {
+/** Most rounds of "list uploads, abort them" before the delete is tried anyway. */
+const ABORT_ROUNDS = 100;
+
+/** `aborted` is told of each upload aborted (the backend forgets its part digests). */
+export async function deleteBucket(client: UpstreamClient, bucket: string, aborted: (uploadId: string) => Promise<void>): Promise<void> {
+  const { doc } = await client.xml({ method: 'GET', bucket, query: { 'list-type': '2', 'max-keys': '1' } });
+  if ((rootOf<{ Contents?: unknown[] }>(doc).Contents ?? []).length > 0) throw new S3Error('BucketNotEmpty', { fields: { BucketName: bucket } });
+  // Abort every upload; each round lists the first page again (what was aborted is gone from it).
+  for (let round = 0; round < ABORT_ROUNDS; round++) {
+    const listed = await client.xml({ method: 'GET', bucket, query: { uploads: '', 'max-uploads': '1000' } });
+    const uploads = (rootOf<{ Upload?: Array<{ Key?: string; UploadId?: string }> }>(listed.doc).Upload ?? []).filter((u) => typeof u.Key === 'string' && typeof u.UploadId === 'string');
+    if (uploads.length === 0) break;
+    for (const u of uploads) {
+      const req: UpstreamRequest = { method: 'DELETE', bucket, key: u.Key!, query: { uploadId: u.UploadId! } };
+      const res = await client.send(req);
+      // NoSuchUpload: completed or aborted meanwhile.
+      if (res.status >= 300 && res.status !== 404) throw await errorFrom(res, req);
+      await drain(res);
+      await aborted(u.UploadId!);
+    }
+  }
   await drain(await client.ok({ method: 'DELETE', bucket }));
 }

@@ -17,6 +17,11 @@
  *      version, and then indexed. An upstream that ignores ?partNumber=
  *      (moto 5, measured) gives no part boundaries: such an object's ETag is
  *      then the SHA-256 of its whole content, without the `-N` suffix.
+ * Additional checksums (x-amz-checksum-*) are kept the same way, casket's own
+ * rather than the upstream's (Ceph RGW 16 keeps none): with the object as
+ * `x-amz-meta-casket-checksum` (single-part writes), and in the index under
+ * `<upstream etag>#checksum` with the part checksums (every write that has
+ * one, so listings and multipart objects need no HEAD).
  * Metadata casket writes (`casket-*`) is hidden from clients.
  *
  * Index entries this process wrote or read are also kept in memory (bounded):
@@ -27,7 +32,8 @@
 import { createHash } from 'node:crypto';
 import { multipartETag } from '../../vocabulary/etag.js';
 import type { StateStore } from '../../state/types.js';
-import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../types.js';
+import { decodeChecksum, encodeChecksum } from '../multipart-checksum.js';
+import { OBJECT_HEADER_NAMES, type ObjectChecksum, type ObjectHeaders, type ObjectInfo } from '../types.js';
 import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
 import { formatFor, unquote, type ETagForm } from './capabilities.js';
 import { fromUpstreamMetadataValue, toUpstreamMetadataValue } from './metadata-encoding.js';
@@ -35,6 +41,7 @@ import { Recent } from './recent.js';
 
 export const META_SHA256 = 'casket-sha256';
 export const META_WRITER = 'casket-writer';
+export const META_CHECKSUM = 'casket-checksum';
 const CASKET_META = 'casket-';
 
 /** The current version as the upstream describes it, with casket's ETag resolved. */
@@ -84,7 +91,24 @@ export function userMetadataFrom(h: Record<string, string>): Record<string, stri
 /** Index entries kept in memory. */
 const KNOWN_ENTRIES = 50_000;
 
-type Resolved = { etag: string; partSizes?: number[] };
+type Resolved = { etag: string; partSizes?: number[]; checksum?: ObjectChecksum; partChecksums?: string[] };
+
+/** An object's checksum as the index keeps it. */
+export interface IndexedChecksum {
+  checksum: ObjectChecksum;
+  partChecksums?: string[];
+}
+
+function encodeIndexedChecksum(c: IndexedChecksum): string {
+  return JSON.stringify({ checksum: encodeChecksum(c.checksum), ...(c.partChecksums && { parts: c.partChecksums }) });
+}
+
+function decodeIndexedChecksum(text: string | undefined): IndexedChecksum | undefined {
+  if (text === undefined) return undefined;
+  const raw = JSON.parse(text) as { checksum?: string; parts?: string[] };
+  const checksum = decodeChecksum(raw.checksum);
+  return checksum ? { checksum, ...(raw.parts && { partChecksums: raw.parts }) } : undefined;
+}
 
 export class ETagResolver {
   private readonly computing = new Map<string, Promise<Resolved>>();
@@ -96,13 +120,16 @@ export class ETagResolver {
     private readonly ifMatchForm: () => Promise<ETagForm | false>,
   ) {}
 
-  async remember(bucket: string, key: string, upstreamETag: string, etag: string, partSizes?: number[]): Promise<void> {
+  async remember(bucket: string, key: string, upstreamETag: string, etag: string, partSizes?: number[], checksum?: IndexedChecksum): Promise<void> {
     const id = `${bucket}\0${key}\0${upstreamETag}`;
     const known = this.known.get(id);
-    if (known?.etag === etag && (partSizes === undefined || known.partSizes !== undefined)) return;
-    await this.state.putIndexedETag(bucket, key, upstreamETag, etag);
-    if (partSizes) await this.state.putIndexedETag(bucket, key, `${upstreamETag}#parts`, JSON.stringify(partSizes));
-    this.known.set(id, partSizes ? { etag, partSizes } : { etag });
+    if (known?.etag === etag && (partSizes === undefined || known.partSizes !== undefined) && (checksum === undefined || known.checksum !== undefined)) return;
+    await Promise.all([
+      this.state.putIndexedETag(bucket, key, upstreamETag, etag),
+      partSizes && this.state.putIndexedETag(bucket, key, `${upstreamETag}#parts`, JSON.stringify(partSizes)),
+      checksum && this.state.putIndexedETag(bucket, key, `${upstreamETag}#checksum`, encodeIndexedChecksum(checksum)),
+    ]);
+    this.known.set(id, { etag, ...(partSizes && { partSizes }), ...(checksum && { checksum: checksum.checksum }), ...(checksum?.partChecksums && { partChecksums: checksum.partChecksums }) });
   }
 
   /** From the index only (listing); undefined when not indexed. */
@@ -116,10 +143,10 @@ export class ETagResolver {
     const etag = await lookup(upstreamETag);
     if (etag === undefined) return undefined;
     let resolved: Resolved = { etag };
-    if (etag.includes('-')) {
-      const sizes = await lookup(`${upstreamETag}#parts`);
-      if (sizes !== undefined) resolved = { etag, partSizes: JSON.parse(sizes) as number[] };
-    }
+    const [sizes, checksumText] = await Promise.all([etag.includes('-') ? lookup(`${upstreamETag}#parts`) : undefined, lookup(`${upstreamETag}#checksum`)]);
+    if (sizes !== undefined) resolved = { etag, partSizes: JSON.parse(sizes) as number[] };
+    const checksum = decodeIndexedChecksum(checksumText);
+    if (checksum) resolved = { ...resolved, checksum: checksum.checksum, ...(checksum.partChecksums && { partChecksums: checksum.partChecksums }) };
     this.known.set(id, resolved);
     return resolved;
   }
@@ -135,13 +162,15 @@ export class ETagResolver {
     const meta = h[`x-amz-meta-${META_SHA256}`];
     let resolved: Resolved | undefined;
     if (meta !== undefined && /^[0-9a-f]{64}$/.test(meta) && !upstreamETag.includes('-')) {
-      resolved = { etag: meta };
+      const checksum = decodeChecksum(h[`x-amz-meta-${META_CHECKSUM}`]);
+      resolved = { etag: meta, ...(checksum && { checksum }) };
       // Index it so listings need no HEAD for this version.
-      void this.remember(bucket, key, upstreamETag, meta).catch(() => {});
+      void this.remember(bucket, key, upstreamETag, meta, undefined, checksum && { checksum }).catch(() => {});
     } else {
       resolved = (await this.indexed(bucket, key, upstreamETag)) ?? (await this.compute(bucket, key, upstreamETag, size));
     }
     const writer = h[`x-amz-meta-${META_WRITER}`];
+    const checksum = resolved.checksum;
     const info: ObjectInfo = {
       bucket,
       key,
@@ -152,6 +181,8 @@ export class ETagResolver {
       metadata: userMetadataFrom(h),
       ...(resolved.partSizes && { partSizes: resolved.partSizes }),
       ...(writer !== undefined && { writer }),
+      ...(checksum && { checksum }),
+      ...(resolved.partChecksums && { partChecksums: resolved.partChecksums }),
     };
     return { info, upstreamETag };
   }

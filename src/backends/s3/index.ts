@@ -26,6 +26,7 @@ import type {
   Backend,
   BucketInfo,
   CompletedPart,
+  CompleteOptions,
   ForwardRequest,
   ForwardResponse,
   ListObjectsParams,
@@ -41,6 +42,7 @@ import type {
   PartInfo,
   Payload,
   PutObjectOptions,
+  UploadChecksum,
   WriteOptions,
 } from '../types.js';
 import * as buckets from './buckets.js';
@@ -154,7 +156,7 @@ export class S3Backend implements Backend {
   }
 
   deleteBucket(bucket: string): Promise<void> {
-    return buckets.deleteBucket(this.client, bucket);
+    return buckets.deleteBucket(this.client, bucket, (uploadId) => this.options.state.deletePartDigests(uploadId).catch(() => {}));
   }
 
   headObject(bucket: string, key: string): Promise<ObjectInfo | null> {
@@ -177,15 +179,15 @@ export class S3Backend implements Backend {
     return listObjects(this.client, this.etags, this.versions, bucket, params);
   }
 
-  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo> {
-    return this.multipart.createMultipartUpload(bucket, key, headers, metadata, writer);
+  createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo> {
+    return this.multipart.createMultipartUpload(bucket, key, headers, metadata, writer, checksum);
   }
 
   uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {
     return this.multipart.uploadPart(bucket, key, uploadId, partNumber, payload);
   }
 
-  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     return this.multipart.completeMultipartUpload(bucket, key, uploadId, parts, options);
   }
 

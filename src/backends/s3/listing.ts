@@ -35,7 +35,7 @@ export async function listObjects(client: UpstreamClient, etags: ETagResolver, v
     const size = Number(c.Size ?? 0);
     const lastModified = c.LastModified ? new Date(c.LastModified) : new Date(0);
     const known = await etags.indexed(bucket, key, upstreamETag);
-    if (known) return { bucket, key, etag: known.etag, size, lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }) };
+    if (known) return { bucket, key, etag: known.etag, size, lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }), ...(known.checksum && { checksum: known.checksum }) };
     // Not indexed (written around casket, or by another replica): HEAD, then compute if need be.
     const current = await versions.current(bucket, key);
     return current?.info; // undefined: deleted since the listing

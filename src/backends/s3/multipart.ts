@@ -7,6 +7,12 @@
  * part ETags shown to clients are MD5s. CompleteMultipartUpload commits
  * through commit.ts under its condition.
  *
+ * Checksums: the upload's algorithm and type are kept in the state store
+ * (`<uploadId>#checksum`), each part's with its digests; the object's
+ * checksum, made at completion (multipart-checksum.ts), is indexed with its
+ * upstream ETag like its part sizes (etags.ts). Nothing of it goes upstream:
+ * not every upstream keeps checksums (Ceph RGW 16 does not).
+ *
  * A CompleteMultipartUpload retried after a lost response succeeds while its
  * object is current (completed upload ids are kept in the state store, so on
  * any replica).
@@ -26,7 +32,8 @@ import { S3Error } from '../../vocabulary/errors.js';
 import { multipartETag } from '../../vocabulary/etag.js';
 import { validateKey } from '../../vocabulary/names.js';
 import type { StateStore } from '../../state/types.js';
-import type { CompletedPart, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartInfo, Payload, WriteOptions } from '../types.js';
+import { checkNamedPartChecksums, decodePartChecksum, decodeUploadChecksum, encodePartChecksum, encodeUploadChecksum, multipartChecksum } from '../multipart-checksum.js';
+import type { CompletedPart, CompleteOptions, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartChecksum, PartInfo, Payload, UploadChecksum, WriteOptions } from '../types.js';
 import { unquote } from './capabilities.js';
 import { drain, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { requestedParts } from '../completed-parts.js';
@@ -42,6 +49,9 @@ import type { Versions } from './versions.js';
  * '#' — so a retried CompleteMultipartUpload succeeds on any replica.
  */
 const COMPLETED_UPLOAD_SUFFIX = '#completed-upload';
+/** The checksum an upload was created with, under (bucket, key, `<uploadId>#checksum`): `<algorithm> <type>`. */
+const UPLOAD_CHECKSUM_SUFFIX = '#checksum';
+
 
 export class Multipart {
   private readonly partLock = new KeyLock();
@@ -55,14 +65,20 @@ export class Multipart {
     private readonly committer: Committer,
   ) {}
 
-  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string): Promise<MultipartUploadInfo> {
+  async createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo> {
     validateKey(key);
     // Metadata cannot change after completion: the writer goes on at the start.
     const upstreamHeaders = { ...upstreamObjectHeaders(headers, metadata), ...(writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: writer }) };
     const { doc } = await this.client.xml({ method: 'POST', bucket, key, query: { uploads: '' }, headers: upstreamHeaders });
     const uploadId = rootOf<{ UploadId?: string }>(doc).UploadId;
     if (!uploadId) throw new S3Error('InternalError', 'The upstream did not return an UploadId.');
-    return { bucket, key, uploadId, initiated: new Date(), headers, metadata: withoutCasketMeta(metadata) };
+    if (checksum) await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, encodeUploadChecksum(checksum));
+    return { bucket, key, uploadId, initiated: new Date(), headers, metadata: withoutCasketMeta(metadata), ...(checksum && { checksum }) };
+  }
+
+  /** The checksum the upload was created with (the state store's; undefined: none, or forgotten). */
+  private async uploadChecksum(bucket: string, key: string, uploadId: string): Promise<UploadChecksum | undefined> {
+    return decodeUploadChecksum(await this.state.getIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`));
   }
 
   async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {
@@ -83,17 +99,18 @@ export class Multipart {
       // One part number at a time per upload in this process: the upload
       // that finishes last is the part upstream AND the digest recorded, so
       // the two never disagree when a part is sent twice concurrently.
+      const checksum: PartChecksum | undefined = spooled.digest.checksum && { algorithm: spooled.digest.checksum.algorithm, value: spooled.digest.checksum.value.toString('base64') };
       await this.partLock.exclusive(`${uploadId}\0${partNumber}`, async () => {
         await drain(await this.client.ok(req));
-        await this.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size });
+        await this.state.putPartDigest(uploadId, { partNumber, sha256: sha256.toString('hex'), md5: md5.toString('hex'), size, ...(checksum && { checksum: encodePartChecksum(checksum) }) });
       });
-      return { partNumber, etag: md5.toString('hex'), size, lastModified: new Date(), sha256 };
+      return { partNumber, etag: md5.toString('hex'), size, lastModified: new Date(), sha256, ...(checksum && { checksum }) };
     } finally {
       await spooled.discard();
     }
   }
 
-  async completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: WriteOptions): Promise<ObjectInfo> {
+  async completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     validateKey(key);
     const wanted = requestedParts(parts);
     let upstreamParts: Map<number, { etag: string; size: number }>;
@@ -112,8 +129,13 @@ export class Multipart {
       const ours = digest?.md5 ?? up?.etag;
       const consistent = !digest || !up || !/^[0-9a-f]{32}$/.test(up.etag) || up.etag === digest.md5;
       if (!up || ours === undefined || !asked.includes(ours) || !consistent) throw new S3Error('InvalidPart', { fields: { UploadId: uploadId, PartNumber: p.partNumber, ETag: p.etags.at(-1) } });
-      return { partNumber: p.partNumber, upstreamETag: up.etag, size: up.size, digest };
+      const checksum = decodePartChecksum(digest?.checksum);
+      checkNamedPartChecksums(uploadId, p, checksum);
+      return { partNumber: p.partNumber, upstreamETag: up.etag, size: up.size, digest, ...(checksum && { checksum }) };
     });
+    const uploadChecksum = await this.uploadChecksum(bucket, key, uploadId);
+    const checksum = multipartChecksum(uploadChecksum, chosen, options.expectedChecksum);
+    const indexedChecksum = checksum && { checksum, partChecksums: chosen.map((c) => c.checksum!.value) };
     const known = chosen.every((c) => c.digest !== undefined);
     const etag = known ? multipartETag(chosen.map((c) => Buffer.from(c.digest!.sha256, 'hex'))) : null;
     const sizes = chosen.map((c) => c.size);
@@ -124,7 +146,7 @@ export class Multipart {
     if (etag !== null && chosen.every((c) => c.upstreamETag === c.digest!.md5)) {
       const md5s = createHash('md5');
       for (const c of chosen) md5s.update(Buffer.from(c.digest!.md5, 'hex'));
-      await this.etags.remember(bucket, key, `${md5s.digest('hex')}-${chosen.length}`, etag, sizes);
+      await this.etags.remember(bucket, key, `${md5s.digest('hex')}-${chosen.length}`, etag, sizes, indexedChecksum);
     }
     const xmlBody = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${chosen.map((c) => `<Part><PartNumber>${c.partNumber}</PartNumber><ETag>"${c.upstreamETag}"</ETag></Part>`).join('')}</CompleteMultipartUpload>`;
     const info = await this.committer.run(bucket, key, 'CompleteMultipartUpload', options, etag, async (condition) => {
@@ -140,8 +162,8 @@ export class Multipart {
       if (etag !== null && upstreamETag !== '') {
         // Completed upstream: an index the state store cannot take now is
         // re-derived on the next read; the answer must say it completed.
-        await this.etags.remember(bucket, key, upstreamETag, etag, sizes).catch(() => {});
-        return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes } satisfies ObjectInfo;
+        await this.etags.remember(bucket, key, upstreamETag, etag, sizes, indexedChecksum).catch(() => {});
+        return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes, ...indexedChecksum } satisfies ObjectInfo;
       }
       // No ETag in the answer (RGW 16), or a part uploaded around casket: read it back (index, else computed).
       const current = await this.versions.current(bucket, key);
@@ -149,6 +171,7 @@ export class Multipart {
       return current.info;
     });
     await this.state.deletePartDigests(uploadId).catch(() => {});
+    if (uploadChecksum) await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, '').catch(() => {});
     // A retry of this completion whose answer was lost must succeed (completedBefore).
     await this.state.putIndexedETag(bucket, key, `${uploadId}${COMPLETED_UPLOAD_SUFFIX}`, info.etag).catch(() => {});
     // The commit returned what it knows; HEAD fills in headers and metadata set at CreateMultipartUpload.
@@ -178,6 +201,7 @@ export class Multipart {
     validateKey(key);
     await drain(await this.client.ok({ method: 'DELETE', bucket, key, query: { uploadId } }));
     await this.state.deletePartDigests(uploadId);
+    await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, '').catch(() => {});
   }
 
   async listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult> {
@@ -186,18 +210,21 @@ export class Multipart {
     if (params.partNumberMarker > 0) query['part-number-marker'] = String(params.partNumberMarker);
     const { doc } = await this.client.xml({ method: 'GET', bucket, key, query });
     const result = rootOf<{ Part?: Array<{ PartNumber?: string; ETag?: string; Size?: string; LastModified?: string }>; IsTruncated?: string; NextPartNumberMarker?: string }>(doc);
-    const upload: MultipartUploadInfo = { bucket, key, uploadId, initiated: new Date(0), headers: {}, metadata: {} };
+    const uploadChecksum = await this.uploadChecksum(bucket, key, uploadId);
+    const upload: MultipartUploadInfo = { bucket, key, uploadId, initiated: new Date(0), headers: {}, metadata: {}, ...(uploadChecksum && { checksum: uploadChecksum }) };
     if (params.maxParts <= 0) return { upload, parts: [], isTruncated: false };
     const digests = new Map((await this.state.getPartDigests(uploadId)).map((d) => [d.partNumber, d]));
     const parts = (result.Part ?? []).map((p): PartInfo => {
       const partNumber = Number(p.PartNumber);
       const digest = digests.get(partNumber);
+      const checksum = decodePartChecksum(digest?.checksum);
       return {
         partNumber,
         etag: digest?.md5 ?? unquote(p.ETag ?? ''),
         size: Number(p.Size ?? 0),
         lastModified: p.LastModified ? new Date(p.LastModified) : new Date(0),
         sha256: digest ? Buffer.from(digest.sha256, 'hex') : Buffer.alloc(0),
+        ...(checksum && { checksum }),
       };
     });
     const isTruncated = result.IsTruncated === 'true';
@@ -219,14 +246,20 @@ export class Multipart {
       NextKeyMarker?: string;
       NextUploadIdMarker?: string;
     }>(doc);
-    const uploads = (result.Upload ?? []).map((u): MultipartUploadInfo => ({
-      bucket,
-      key: u.Key ?? '',
-      uploadId: u.UploadId ?? '',
-      initiated: u.Initiated ? new Date(u.Initiated) : new Date(0),
-      headers: {},
-      metadata: {},
-    }));
+    const uploads = await Promise.all(
+      (result.Upload ?? []).map(async (u): Promise<MultipartUploadInfo> => {
+        const checksum = u.Key && u.UploadId ? await this.uploadChecksum(bucket, u.Key, u.UploadId) : undefined;
+        return {
+          bucket,
+          key: u.Key ?? '',
+          uploadId: u.UploadId ?? '',
+          initiated: u.Initiated ? new Date(u.Initiated) : new Date(0),
+          headers: {},
+          metadata: {},
+          ...(checksum && { checksum }),
+        };
+      }),
+    );
     const isTruncated = result.IsTruncated === 'true';
     return {
       uploads,

@@ -22,11 +22,12 @@
  */
 import { S3Error } from '../../vocabulary/errors.js';
 import { validateKey } from '../../vocabulary/names.js';
-import type { ObjectInfo, ObjectReader, Payload, PutObjectOptions, WriteOptions } from '../types.js';
+import { encodeChecksum } from '../multipart-checksum.js';
+import type { ObjectChecksum, ObjectInfo, ObjectReader, PartChecksum, Payload, PutObjectOptions, WriteOptions } from '../types.js';
 import { NOTHING_ENFORCED, unquote, type Capabilities } from './capabilities.js';
 import { errorFrom, readBytes, type UpstreamBody, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { REFUSED, refusedUpstream, type Committer } from './commit.js';
-import { META_SHA256, META_WRITER, upstreamObjectHeaders, VersionChanged, withoutCasketMeta, type ETagResolver, type UpstreamObject } from './etags.js';
+import { META_CHECKSUM, META_SHA256, META_WRITER, upstreamObjectHeaders, VersionChanged, withoutCasketMeta, type ETagResolver, type UpstreamObject } from './etags.js';
 import { heldReader, inlineReader, openBody } from './readers.js';
 import { INLINE_LIMIT, type Spool } from './spool.js';
 import { MAX_ATTEMPTS, type Versions } from './versions.js';
@@ -108,25 +109,29 @@ export class Objects {
         sent = true;
         return { stream: payload.stream, size: length, sha256: declared };
       };
-      return this.put(bucket, key, options, declared, length, body);
+      return this.put(bucket, key, options, declared, length, body, options.declaredChecksum);
     }
     const spooled = await this.spool.receive(payload);
     try {
       const { sha256, size } = spooled.digest;
       const etag = sha256.toString('hex');
       const body: UpstreamBody = 'data' in spooled.body ? { data: spooled.body.data, sha256: etag } : { file: spooled.body.file, size, sha256: etag };
-      return await this.put(bucket, key, options, etag, size, () => body);
+      const checksum = spooled.digest.checksum;
+      return await this.put(bucket, key, options, etag, size, () => body, checksum && { algorithm: checksum.algorithm, value: checksum.value.toString('base64') });
     } finally {
       await spooled.discard();
     }
   }
 
   /** PutObject upstream of a body whose SHA-256 (`etag`) and size are known, through the commit loop. */
-  private put(bucket: string, key: string, options: PutObjectOptions, etag: string, size: number, body: () => UpstreamBody): Promise<ObjectInfo> {
+  private put(bucket: string, key: string, options: PutObjectOptions, etag: string, size: number, body: () => UpstreamBody, sent?: PartChecksum): Promise<ObjectInfo> {
+    // A single PUT's checksum is of the whole object (S3: PutObject is always FULL_OBJECT).
+    const checksum: ObjectChecksum | undefined = sent && { algorithm: sent.algorithm, type: 'FULL_OBJECT', value: sent.value };
     const headers: Record<string, string> = {
       ...upstreamObjectHeaders(options.headers, options.metadata),
       [`x-amz-meta-${META_SHA256}`]: etag,
       ...(options.writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: options.writer }),
+      ...(checksum && { [`x-amz-meta-${META_CHECKSUM}`]: encodeChecksum(checksum) }),
     };
     return this.committer.run(bucket, key, 'PutObject', options, etag, async (condition) => {
       const req: UpstreamRequest = { method: 'PUT', bucket, key, headers: { ...headers, ...condition }, body: body() };
@@ -142,12 +147,13 @@ export class Objects {
         headers: options.headers,
         metadata: withoutCasketMeta(options.metadata),
         ...(options.writer !== undefined && { writer: options.writer }),
+        ...(checksum && { checksum }),
       };
       if (upstreamETag !== '') {
         // Committed upstream: a state store that fails now costs the index
         // entry (re-derived from the object's SHA-256 metadata on its next
         // read), never the answer — a 503 here would say "nothing written".
-        await this.etags.remember(bucket, key, upstreamETag, etag).catch(() => {});
+        await this.etags.remember(bucket, key, upstreamETag, etag, undefined, checksum && { checksum }).catch(() => {});
         this.versions.seen(bucket, key, { info, upstreamETag });
       } else this.versions.unseen(bucket, key);
       return info;

@@ -4,16 +4,28 @@
  * on the source, If-Match / If-None-Match and the agent rules on the
  * destination. The copy is a guarded write of the source's bytes, so the
  * destination ETag is the SHA-256 of its content like any other object.
+ * The copy has a full-object checksum of the algorithm x-amz-checksum-algorithm
+ * names, else of the source's algorithm (as S3 copies keep it).
  */
 import type { ObjectInfo } from '../../backends/types.js';
+import { parseChecksumAlgorithmName, type ChecksumAlgorithm } from '../../vocabulary/checksums.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler } from '../context.js';
 import { requireKey } from '../context.js';
+import { checksumElements } from '../checksum-headers.js';
 import { copyPayload, openCopySource } from '../copy-source.js';
 import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
+
+function copyChecksum(headers: Record<string, string>, source: ObjectInfo): ChecksumAlgorithm | undefined {
+  const named = headers['x-amz-checksum-algorithm'];
+  if (named === undefined) return source.checksum?.algorithm;
+  const algorithm = parseChecksumAlgorithmName(named);
+  if (algorithm === undefined) throw new S3Error('InvalidRequest', 'Checksum algorithm provided is unsupported.');
+  return algorithm;
+}
 
 export const CopyObject: Handler = async (ctx, services) => {
   const { bucket, key } = requireKey(ctx);
@@ -37,16 +49,18 @@ export const CopyObject: Handler = async (ctx, services) => {
     ...(!src.etag.includes('-') && { declaredSha256: src.etag }),
     bodyComing: true,
     commit: (permit) =>
-      services.backend.putObject(bucket, key, copyPayload(source, undefined), {
+      services.backend.putObject(bucket, key, copyPayload(source, undefined, false, copyChecksum(ctx.headers, src)), {
         ...permit,
         headers,
         metadata,
         ...(ctx.agent !== undefined && { writer: ctx.agent }),
         ...(!src.etag.includes('-') && { declaredSha256: src.etag }),
         contentLength: src.size,
+        // The source's full-object checksum of the same algorithm is the copy's: known before the bytes.
+        ...(src.checksum?.type === 'FULL_OBJECT' && src.checksum.algorithm === copyChecksum(ctx.headers, src) && { declaredChecksum: { algorithm: src.checksum.algorithm, value: src.checksum.value } }),
       }),
     written: (info) => info,
     landed: (current) => current!,
   }).finally(() => source.reader.release?.());
-  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix) });
+  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) });
 };

@@ -11,6 +11,7 @@ import type { ByteRange, ObjectInfo } from '../../backends/types.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireKey } from '../context.js';
+import { checksumHeaders, checksumModeEnabled, partChecksumHeader } from '../checksum-headers.js';
 import { objectResponseHeaders } from '../object-headers.js';
 import { parseRange } from '../range.js';
 import { checkReadConditions } from '../read-conditions.js';
@@ -43,9 +44,12 @@ function select(ctx: RequestContext, info: ObjectInfo): Selection {
 function headers(ctx: RequestContext, info: ObjectInfo, sel: Selection): { status: number; headers: Record<string, string> } {
   const h = objectResponseHeaders(info, ctx.etagSuffix, ctx.query);
   if (sel.partsCount !== undefined) h['x-amz-mp-parts-count'] = String(sel.partsCount);
-  if (!sel.range) return { status: 200, headers: { ...h, 'content-length': String(info.size) } };
+  // The object's checksum describes the whole object only; a part has its own; a range has none.
+  const checksums = checksumModeEnabled(ctx.headers);
+  if (!sel.range) return { status: 200, headers: { ...h, 'content-length': String(info.size), ...(checksums && checksumHeaders(info.checksum)) } };
   const { start, end } = sel.range;
-  return { status: 206, headers: { ...h, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${info.size}` } };
+  const part = sel.partsCount !== undefined && checksums ? partChecksumHeader(info, Number(ctx.query.get('partNumber'))) : {};
+  return { status: 206, headers: { ...h, 'content-length': String(end - start + 1), 'content-range': `bytes ${start}-${end}/${info.size}`, ...part } };
 }
 
 /**

@@ -10,6 +10,7 @@
  * continuation tokens are opaque and never encoded.
  */
 import type { ListObjectsResult, ObjectInfo } from '../../backends/types.js';
+import { DISPLAY_NAMES } from '../../vocabulary/checksums.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import { listingURLEncode } from '../../vocabulary/url-encoding.js';
 import { S3Error } from '../../vocabulary/errors.js';
@@ -39,6 +40,7 @@ function contents(objects: ObjectInfo[], ctx: RequestContext, enc: (s: string) =
     Key: enc(o.key),
     LastModified: xmlDate(o.lastModified),
     ETag: formatETag(o.etag, ctx.etagSuffix),
+    ...(o.checksum && { ChecksumAlgorithm: DISPLAY_NAMES[o.checksum.algorithm], ChecksumType: o.checksum.type }),
     Size: o.size,
     ...(owner && { Owner: OWNER }),
     StorageClass: 'STANDARD',

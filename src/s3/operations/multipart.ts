@@ -5,6 +5,8 @@
  * MD5 of the part, as in S3 (s3cmd and rclone check them); the object ETag is
  * casket's `<sha256 of part digests>-<N>`. CompleteMultipartUpload is the
  * guarded write: If-Match / If-None-Match and the agent rules apply to it.
+ * Flexible checksums (checksum-headers.ts): the upload's algorithm and type,
+ * per-part checksums, and the object's COMPOSITE or FULL_OBJECT checksum.
  */
 import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag, unquoteETag } from '../../vocabulary/etag.js';
@@ -18,7 +20,9 @@ import { readXmlBody } from '../../vocabulary/xml.js';
 import { OWNER } from './buckets.js';
 import { parseMaxKeys } from './list-objects.js';
 import { requireLength } from './put-object.js';
-import type { CompletedPart } from '../../backends/types.js';
+import type { CompletedPart, MultipartUploadInfo } from '../../backends/types.js';
+import { checksumElements, completeChecksumFrom, partChecksumElements, partChecksumFromXml, uploadChecksumFrom, uploadChecksumHeaders } from '../checksum-headers.js';
+import { checksumHeaderName, DISPLAY_NAMES } from '../../vocabulary/checksums.js';
 
 function uploadId(ctx: RequestContext): string {
   const id = ctx.query.get('uploadId');
@@ -34,55 +38,60 @@ function partNumber(ctx: RequestContext): number {
 }
 
 /** The upload must exist before a part's body is accepted (and 100-continue sent). */
-async function requireUpload(ctx: RequestContext, backend: Parameters<Handler>[1]['backend']): Promise<{ bucket: string; key: string; id: string }> {
+async function requireUpload(ctx: RequestContext, backend: Parameters<Handler>[1]['backend']): Promise<{ bucket: string; key: string; id: string; upload: MultipartUploadInfo }> {
   const { bucket, key } = requireKey(ctx);
   const id = uploadId(ctx);
-  await backend.listParts(bucket, key, id, { partNumberMarker: 0, maxParts: 0 });
-  return { bucket, key, id };
+  const { upload } = await backend.listParts(bucket, key, id, { partNumberMarker: 0, maxParts: 0 });
+  return { bucket, key, id, upload };
 }
 
 export const CreateMultipartUpload: Handler = async (ctx, { backend }) => {
   const { bucket, key } = requireKey(ctx);
-  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers), metadataFrom(ctx.headers), ctx.agent);
-  return xmlResponse('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload.uploadId });
+  const checksum = uploadChecksumFrom(ctx.headers);
+  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers), metadataFrom(ctx.headers), ctx.agent, checksum);
+  return xmlResponse('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload.uploadId }, 200, uploadChecksumHeaders(checksum));
 };
 
 export const UploadPart: Handler = async (ctx, { backend }) => {
   requireLength(ctx);
   const n = partNumber(ctx);
-  const { bucket, key, id } = await requireUpload(ctx, backend);
-  const part = await backend.uploadPart(bucket, key, id, n, ctx.payload({ md5: true }));
-  return emptyResponse(200, { etag: `"${part.etag}"` });
+  const { bucket, key, id, upload } = await requireUpload(ctx, backend);
+  // An upload created with a checksum algorithm: every part gets one (computed when the part carried none).
+  const part = await backend.uploadPart(bucket, key, id, n, ctx.payload({ md5: true, ...(upload.checksum && { checksum: upload.checksum.algorithm }) }));
+  return emptyResponse(200, { etag: `"${part.etag}"`, ...(part.checksum && { [checksumHeaderName(part.checksum.algorithm)]: part.checksum.value }) });
 };
 
 export const UploadPartCopy: Handler = async (ctx, { backend }) => {
   const n = partNumber(ctx);
-  const { bucket, key, id } = await requireUpload(ctx, backend);
+  const { bucket, key, id, upload } = await requireUpload(ctx, backend);
   const source = await openCopySource(backend, ctx.headers);
   let part;
   try {
     const range = parseCopySourceRange(ctx.headers['x-amz-copy-source-range'], source.reader.info.size);
-    part = await backend.uploadPart(bucket, key, id, n, copyPayload(source, range, true));
+    part = await backend.uploadPart(bucket, key, id, n, copyPayload(source, range, true, upload.checksum?.algorithm));
   } finally {
     source.reader.release?.();
   }
-  return xmlResponse('CopyPartResult', { LastModified: xmlDate(part.lastModified), ETag: `"${part.etag}"` });
+  return xmlResponse('CopyPartResult', { LastModified: xmlDate(part.lastModified), ETag: `"${part.etag}"`, ...partChecksumElements(part.checksum) });
 };
 
 function parseParts(doc: Record<string, unknown>): CompletedPart[] {
-  const root = doc.CompleteMultipartUpload as { Part?: Array<{ PartNumber?: unknown; ETag?: unknown }> } | undefined;
+  const root = doc.CompleteMultipartUpload as { Part?: Array<{ PartNumber?: unknown; ETag?: unknown } & Record<string, unknown>> } | undefined;
   if (!root || typeof root !== 'object' || !root.Part || root.Part.length === 0) throw new S3Error('MalformedXML');
   return root.Part.map((p) => {
     const n = Number(p.PartNumber);
     if (typeof p.PartNumber !== 'string' || !Number.isInteger(n) || typeof p.ETag !== 'string') throw new S3Error('MalformedXML');
-    return { partNumber: n, etag: unquoteETag(p.ETag) };
+    const checksum = partChecksumFromXml(p);
+    return { partNumber: n, etag: unquoteETag(p.ETag), ...(checksum && { checksum }) };
   });
 }
 
 export const CompleteMultipartUpload: Handler = async (ctx, services) => {
   const { bucket, key } = requireKey(ctx);
   const id = uploadId(ctx);
-  const parts = parseParts(await readXmlBody(ctx.payload().stream));
+  // An x-amz-checksum-* header here names the object's checksum, not the XML body's.
+  const parts = parseParts(await readXmlBody(ctx.payload({ ignoreChecksumHeaders: true }).stream));
+  const expectedChecksum = completeChecksumFrom(ctx.headers);
   const info = await guardedWrite({
     ctx,
     services,
@@ -92,7 +101,7 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
     conditions: writeConditionsFrom(ctx.headers),
     bodyComing: false,
     selfIdentifying: true,
-    commit: (permit) => services.backend.completeMultipartUpload(bucket, key, id, parts, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    commit: (permit) => services.backend.completeMultipartUpload(bucket, key, id, parts, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }), ...(expectedChecksum && { expectedChecksum }) }),
     written: (info) => info,
     landed: (current) => current!,
   });
@@ -101,6 +110,7 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
     Bucket: bucket,
     Key: key,
     ETag: formatETag(info.etag, ctx.etagSuffix),
+    ...checksumElements(info.checksum),
   });
 };
 
@@ -124,11 +134,12 @@ export const ListParts: Handler = async (ctx, { backend }) => {
     Initiator: OWNER,
     Owner: OWNER,
     StorageClass: 'STANDARD',
+    ...(result.upload.checksum && { ChecksumAlgorithm: DISPLAY_NAMES[result.upload.checksum.algorithm], ChecksumType: result.upload.checksum.type }),
     PartNumberMarker: marker,
     NextPartNumberMarker: result.nextPartNumberMarker,
     MaxParts: maxParts,
     IsTruncated: result.isTruncated,
-    Part: result.parts.map((p) => ({ PartNumber: p.partNumber, LastModified: xmlDate(p.lastModified), ETag: `"${p.etag}"`, Size: p.size })),
+    Part: result.parts.map((p) => ({ PartNumber: p.partNumber, LastModified: xmlDate(p.lastModified), ETag: `"${p.etag}"`, Size: p.size, ...partChecksumElements(p.checksum) })),
   });
 };
 
@@ -150,7 +161,15 @@ export const ListMultipartUploads: Handler = async (ctx, { backend }) => {
     Delimiter: delimiter,
     MaxUploads: maxUploads,
     IsTruncated: result.isTruncated,
-    Upload: result.uploads.map((u) => ({ Key: u.key, UploadId: u.uploadId, Initiator: OWNER, Owner: OWNER, StorageClass: 'STANDARD', Initiated: xmlDate(u.initiated) })),
+    Upload: result.uploads.map((u) => ({
+      Key: u.key,
+      UploadId: u.uploadId,
+      Initiator: OWNER,
+      Owner: OWNER,
+      StorageClass: 'STANDARD',
+      Initiated: xmlDate(u.initiated),
+      ...(u.checksum && { ChecksumAlgorithm: DISPLAY_NAMES[u.checksum.algorithm], ChecksumType: u.checksum.type }),
+    })),
     CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: p })),
   });
 };

@@ -10,6 +10,7 @@ import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireKey } from '../context.js';
+import { checksumHeaders, declaredChecksum } from '../checksum-headers.js';
 import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { emptyResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
@@ -52,6 +53,7 @@ export const PutObject: Handler = async (ctx, services) => {
   const metadata = metadataFrom(ctx.headers);
   const declared = declaredSha256(ctx);
   const length = declaredLength(ctx);
+  const checksum = declaredChecksum(ctx.headers);
   const info = await guardedWrite({
     ctx,
     services,
@@ -71,9 +73,10 @@ export const PutObject: Handler = async (ctx, services) => {
         // Known before the body: an upstream backend can stream it through.
         ...(declared !== undefined && { declaredSha256: declared }),
         ...(length !== undefined && { contentLength: length }),
+        ...(checksum !== undefined && { declaredChecksum: checksum }),
       }),
     written: (info) => info,
     landed: (current) => current!,
   });
-  return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix) });
+  return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum) });
 };

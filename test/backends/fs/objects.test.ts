@@ -50,15 +50,19 @@ describe('buckets', () => {
     expect(await store.createBucket(name)).toBe('created');
   });
 
-  it('refuses to delete a bucket with objects or uploads in it', async () => {
+  it('refuses to delete a bucket with objects in it, and aborts the uploads of one without (as S3)', async () => {
     await store.createBucket('full');
     await store.putObject('full', 'k', payloadOf('x'), PUT_DEFAULTS);
-    await expectS3Error(store.deleteBucket('full'), 'BucketNotEmpty');
-    await store.deleteObject('full', 'k', { condition: { type: 'none' } });
     const upload = await store.createMultipartUpload('full', 'm', {}, {});
     await expectS3Error(store.deleteBucket('full'), 'BucketNotEmpty');
-    await store.abortMultipartUpload('full', 'm', upload.uploadId);
+    // Refused: the upload is still there.
+    expect((await store.listMultipartUploads('full', { prefix: '', maxUploads: 10 })).uploads.map((u) => u.uploadId)).toEqual([upload.uploadId]);
+    await store.deleteObject('full', 'k', { condition: { type: 'none' } });
     await store.deleteBucket('full');
+    await expectS3Error(store.headBucket('full'), 'NoSuchBucket');
+    await store.createBucket('full');
+    expect((await store.listMultipartUploads('full', { prefix: '', maxUploads: 10 })).uploads).toEqual([]);
+    await expectS3Error(store.listParts('full', 'm', upload.uploadId, { partNumberMarker: 0, maxParts: 10 }), 'NoSuchUpload');
   });
 
   it('reports NoSuchBucket for object operations on a missing bucket', async () => {
