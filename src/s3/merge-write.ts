@@ -88,13 +88,11 @@ async function currentContent(services: Services, current: ObjectInfo, limit: nu
   return Buffer.concat(chunks);
 }
 
-export async function mergeablePut(ctx: RequestContext, services: Services, conditions: WriteConditions, length: number | undefined): Promise<S3Response> {
+export async function mergeablePut(ctx: RequestContext, services: Services, retainer: Retainer, conditions: WriteConditions): Promise<S3Response> {
   const { bucket, key } = requireKey(ctx);
-  const retainer: Retainer | undefined = services.retainer;
   const named = conditions.ifMatch;
   if (named === undefined || named === '*' || named.length !== 1) throw new S3Error('InvalidRequest', `${MERGE_HEADER}: text needs If-Match naming the one version your edit started from.`);
-  const limit = retainer?.maxObjectSize ?? 0;
-  if (length !== undefined && length > limit) throw new S3Error('InvalidRequest', `${MERGE_HEADER}: text merges objects of at most ${limit} bytes (--retain-max-size).`);
+  const limit = retainer.maxObjectSize;
   const sent = await receive(ctx.payload(), limit);
   const sentETag = sha256(sent);
   const answer = (info: ObjectInfo, extra: Record<string, string> = {}) => emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...extra });
@@ -103,7 +101,7 @@ export async function mergeablePut(ctx: RequestContext, services: Services, cond
     if (ctx.agent) retainer?.keep(info.etag, sent);
     return answer(info);
   } catch (e) {
-    if (!(e instanceof Refusal) || e.reason !== 'precondition-failed' || !e.current || e.details.identical || !retainer) throw e;
+    if (!(e instanceof Refusal) || e.reason !== 'precondition-failed' || !e.current || e.details.identical) throw e;
     const current = e.current;
     const base = expandETag(named[0]!).at(-1)!;
     if (current.etag === base) throw e;

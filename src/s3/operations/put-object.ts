@@ -48,7 +48,9 @@ export const PutObject: Handler = async (ctx, services) => {
   const length = declaredLength(ctx);
   const conditions = writeConditionsFrom(ctx.headers);
   const retainer = services.retainer;
-  if (wantsMerge(ctx)) return mergeablePut(ctx, services, conditions, length);
+  // A merge needs the base retained: with retention off, or a body larger than
+  // any retained version, the write is an ordinary one (its refusal says why).
+  if (wantsMerge(ctx) && retainer && (length === undefined || length <= retainer.maxObjectSize)) return mergeablePut(ctx, services, retainer, conditions);
   // An agent's small body is copied on its way to the backend, to keep what it wrote.
   let kept: (() => Buffer | undefined) | undefined;
   const keep = ctx.agent !== undefined && retainer !== undefined && (length === undefined || length <= retainer.maxObjectSize);
