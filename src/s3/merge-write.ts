@@ -116,7 +116,9 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
       // Both sides kept, so the link to the merge with markers can be followed.
       retainer.keep(sentETag, sent);
       retainer.keep(current.etag, theirs);
-      throw new Refusal('merge-conflict', bucket, key, current, base, { merge: mergePath(bucket, key, base, current.etag, sentETag), ...(e.details.diff && { diff: e.details.diff }) });
+      const conflict = new Refusal('merge-conflict', bucket, key, current, base, { merge: mergePath(bucket, key, base, current.etag, sentETag), ...(e.details.diff && { diff: e.details.diff }) });
+      services.guard.report(conflict, ctx.agent);
+      throw conflict;
     }
     const content = Buffer.from(merged.text, 'utf8');
     const info = await putVersion(ctx, services, {

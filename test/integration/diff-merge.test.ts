@@ -284,6 +284,7 @@ describe('one casket', () => {
     const metrics = await (await fetch(`${casket.url}/_casket/metrics`)).text();
     const figure = Number(/^casket_retained_bytes (\d+)$/m.exec(metrics)?.[1]);
     expect(figure).toBeGreaterThan(notes().length);
+    if (haveBoto3) expect(metrics).toMatch(/^casket_refusals_total\{reason="merge-conflict",enforced="true"\} 1$/m);
   });
 });
 
