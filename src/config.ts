@@ -52,6 +52,10 @@ export interface Config {
   logLevel: string;
   /** Shortest DurationSeconds STS AssumeRole accepts (AWS: 900). */
   stsMinDurationSeconds: number;
+  /** Retention of the versions agents saw (DESIGN §6): largest object kept, bytes kept in all, largest diff served. */
+  retainMaxSize: number;
+  retainBytes: number;
+  diffMaxBytes: number;
 }
 
 interface Option {
@@ -66,7 +70,7 @@ type RawConfig = Record<
   | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
-  | 'minPartSize' | 'logLevel' | 'config',
+  | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes',
   string | undefined
 >;
 
@@ -98,6 +102,9 @@ export const OPTIONS: Option[] = [
   { flag: '--min-part-size', env: 'CASKET_MIN_PART_SIZE', key: 'minPartSize', help: 'smallest multipart part but the last, bytes (default 5242880)' },
   { flag: '--log-level', env: 'CASKET_LOG_LEVEL', key: 'logLevel', help: 'info (default) | debug | warn | error | silent' },
   { flag: '--sts-min-duration', env: 'CASKET_STS_MIN_DURATION', key: 'stsMinDuration', help: 'shortest DurationSeconds STS AssumeRole accepts (default 900, as AWS)' },
+  { flag: '--retain-max-size', env: 'CASKET_RETAIN_MAX_SIZE', key: 'retainMaxSize', help: 'largest object whose versions agents saw are kept for diffs and merges, bytes (default 1048576; 0: none)' },
+  { flag: '--retain-bytes', env: 'CASKET_RETAIN_BYTES', key: 'retainBytes', help: 'bytes of such versions kept in all, oldest evicted first (default 1073741824)' },
+  { flag: '--diff-max-bytes', env: 'CASKET_DIFF_MAX_BYTES', key: 'diffMaxBytes', help: 'largest diff /_casket/diff serves before cutting it (default 65536)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -190,6 +197,9 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     minPartSize: integer('--min-part-size', raw.minPartSize, 5 * 1024 * 1024),
     stsMinDurationSeconds: integer('--sts-min-duration', raw.stsMinDuration, 900, 1),
     logLevel: oneOf('--log-level', raw.logLevel, ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
+    retainMaxSize: integer('--retain-max-size', raw.retainMaxSize, 1024 * 1024),
+    retainBytes: integer('--retain-bytes', raw.retainBytes, 1024 * 1024 * 1024),
+    diffMaxBytes: integer('--diff-max-bytes', raw.diffMaxBytes, 64 * 1024, 1),
   };
 }
 

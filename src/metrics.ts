@@ -4,8 +4,10 @@
  * refusals (403 AccessDenied) by reason and action, bytes in and
  * out, request and upstream latency. prom-client is the maintained Prometheus
  * client for Node; one registry per server so tests can run several.
+ * casket_retained_bytes: the content kept of versions agents saw (DESIGN §6),
+ * read from the retention store at each scrape (shared, with Redis).
  */
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export class Metrics {
   readonly registry = new Registry();
@@ -16,6 +18,17 @@ export class Metrics {
   readonly bytesSent = new Counter({ name: 'casket_bytes_sent_total', help: 'Response bytes sent', registers: [this.registry] });
   readonly duration = new Histogram({ name: 'casket_request_duration_seconds', help: 'Time to the end of the response, by operation', labelNames: ['operation'] as const, buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60], registers: [this.registry] });
   readonly upstream = new Histogram({ name: 'casket_upstream_duration_seconds', help: 'Upstream S3 request latency, by method', labelNames: ['method'] as const, buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60], registers: [this.registry] });
+
+  /** Where casket_retained_bytes is read from at each scrape. */
+  retainedBytes: () => Promise<number> = async () => 0;
+  readonly retained = new Gauge({
+    name: 'casket_retained_bytes',
+    help: 'Bytes kept of the versions agents read or wrote, for diffs and merges (budget: --retain-bytes)',
+    registers: [this.registry],
+    collect: async () => {
+      this.retained.set(await this.retainedBytes().catch(() => 0));
+    },
+  });
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });

@@ -39,6 +39,11 @@ import { RedisStateStore } from './state/redis.js';
 import { SqliteStateStore } from './state/sqlite.js';
 import type { StateStore } from './state/types.js';
 import { failingAsUnavailable } from './state/unavailable.js';
+import { FileRetention } from './retention/files.js';
+import { RedisRetention } from './retention/redis.js';
+import { Retainer } from './retention/retainer.js';
+import type { Retention } from './retention/types.js';
+import { agentChanges, casketDiff, casketMerge, type EndpointResponse } from './agent-changes.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -116,6 +121,13 @@ async function createState(config: Config): Promise<StateStore> {
   }
 }
 
+/** Retained versions (DESIGN §6) where every replica sees them: Redis when the state is shared, else the data dir. */
+async function createRetention(config: Config): Promise<Retention> {
+  const limits = { maxBytes: config.retainBytes, ttlMs: config.stateTtlSeconds * 1000 };
+  if (config.state === 'redis') return RedisRetention.connect(config.redisUrl!, limits);
+  return new FileRetention(join(config.dataDir, 'retained'), limits);
+}
+
 function createBackend(config: Config, state: StateStore, metrics: Metrics, log: Logger): Backend {
   if (config.upstream) {
     const upstream = config.upstream;
@@ -146,7 +158,13 @@ export async function startCasket(config: Config, credentials: Credential[], log
       log.info({ ...context, reason, enforced }, enforced ? 'write refused' : 'write would be refused (observe mode)');
     },
   });
-  const services: Services = { backend, guard, state, region: config.region, log };
+  const retention = config.retainMaxSize > 0 ? await createRetention(config) : undefined;
+  if (retention) metrics.retainedBytes = () => retention.bytes();
+  const services: Services = {
+    backend, guard, state, region: config.region, log,
+    ...(retention && { retainer: new Retainer(retention, config.retainMaxSize, log) }),
+    diffMaxBytes: config.diffMaxBytes,
+  };
   const options: HandleOptions = {
     lookup: staticCredentials(credentials),
     anonymous: config.anonymous,
@@ -201,6 +219,25 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/agents/:agent/stamps', (c) => admin(c, (req) => agentStamps(req, options.lookup, services, c.req.param('agent'))));
   app.delete('/_casket/sessions/:accessKeyId', (c) => admin(c, (req) => revokeSession(req, options.lookup, services, c.req.param('accessKeyId'))));
   app.get('/_casket/writes', (c) => admin(c, (req) => writeLog(req, options.lookup, services, new URL(c.req.url).searchParams)));
+  // What changed, and merging (DESIGN §6): diffs, merges with markers, and the per-agent changes feed.
+  const changes = async (c: { env?: NodeBindings; req: { param(name: string): string }; body: (data: string, status: 200, headers: Record<string, string>) => Response }, run: (req: ReturnType<typeof signedRequestFromNode>, query: URLSearchParams) => Promise<EndpointResponse>) => {
+    const incoming = c.env?.incoming;
+    let res: EndpointResponse;
+    if (!incoming) res = { status: 500, body: { error: 'InternalError', message: 'needs a socket' } };
+    else {
+      const req = signedRequestFromNode(incoming.method ?? 'GET', incoming.url ?? '/', incoming.rawHeaders);
+      res = await run(req, new URLSearchParams(req.rawQuery)).catch((e: unknown) => {
+        if (isS3Error(e)) return { status: e.code === 'AccessDenied' ? 403 : 400, body: { error: e.code, message: e.message } };
+        log.error({ err: e }, 'changes endpoint failed');
+        return { status: 500, body: { error: 'InternalError' } };
+      });
+    }
+    const text = typeof res.body === 'string';
+    return c.body(text ? (res.body as string) : JSON.stringify(res.body), res.status as 200, { 'content-type': text ? (res.contentType ?? 'text/plain; charset=utf-8') : 'application/json', ...res.headers });
+  };
+  app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
+  app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
+  app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
   app.all('*', async (c) => {
     const started = process.hrtime.bigint();
     const incoming = c.env?.incoming;
@@ -283,6 +320,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       });
       await backend.close();
       await state.close();
+      await retention?.close();
     },
   };
 }

@@ -144,6 +144,11 @@ export class Guard {
     return { permit };
   }
 
+  /** A refusal decided past the guard's rules (a merge conflict, s3/merge-write.ts): counted and logged like the others. */
+  report(refusal: Refusal, agent?: string): void {
+    this.options.onRefusal?.(refusal.reason, true, { ...(agent !== undefined && { agent }), bucket: refusal.bucket, key: refusal.key });
+  }
+
   /** A write lost at commit time: the current version did not satisfy the permit's condition. */
   conflict(bucket: string, key: string, current: ObjectInfo | null, conditions: WriteConditions, permit?: WritePermit): Refusal {
     if (!current && conditions.ifMatch !== undefined) return new Refusal('no-such-key', bucket, key, null);

@@ -19,7 +19,9 @@ export type RefusalReason =
   /** The agent last read (or wrote) a different version than the one it names. */
   | 'stale-read'
   /** Read-stamp policy: the agent never read this key, which exists. */
-  | 'not-read';
+  | 'not-read'
+  /** A write asking to be merged (x-casket-merge: text) changed lines the current version changed too. */
+  | 'merge-conflict';
 
 /** The request header whose condition failed, as S3 names it in the error's `<Condition>`. */
 export type ConditionHeader = 'If-Match' | 'If-None-Match' | 'x-amz-if-match-size' | 'x-amz-if-match-last-modified-time';
@@ -34,6 +36,10 @@ export interface RefusalDetails {
    * earlier attempt from somebody else's conflicting write.
    */
   identical?: boolean;
+  /** Path of the diff from the version the agent last saw to the current one (DESIGN §6). */
+  diff?: string;
+  /** Path of the merge with conflict markers, for a merge-conflict. */
+  merge?: string;
 }
 
 export class Refusal extends Error {

@@ -10,6 +10,7 @@ import type { Backend, Payload } from '../backends/types.js';
 import type { Guard } from '../guard/guard.js';
 import type { StateStore } from '../state/types.js';
 import type { Logger } from '../log.js';
+import type { Retainer } from '../retention/retainer.js';
 import type { AccessCheck } from './access.js';
 import type { Operation } from './operations.js';
 import type { S3Response } from './respond.js';
@@ -49,6 +50,10 @@ export interface Services {
   region: string;
   /** Failures that happen after the response is sent (read stamps) are logged here. */
   log: Pick<Logger, 'error' | 'warn' | 'info'>;
+  /** The versions agents saw, for diffs and merges (DESIGN §6); absent: nothing is kept. */
+  retainer?: Retainer;
+  /** Largest diff /_casket/diff serves (--diff-max-bytes). */
+  diffMaxBytes?: number;
 }
 
 export type Handler = (ctx: RequestContext, services: Services) => Promise<S3Response>;

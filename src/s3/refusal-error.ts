@@ -7,6 +7,9 @@
  * current content is byte-for-byte what the refused write sent,
  * `x-casket-identical-content: true` and `<IdenticalContent>` say so: the
  * caller's own earlier attempt may have landed (an answer lost on the way).
+ * When casket kept the version the agent last saw (DESIGN §6), `x-casket-diff`
+ * and `<Diff>` link what changed since, and a merge-conflict links the merge
+ * with conflict markers (`x-casket-merge-conflict`, `<Merge>`).
  */
 import type { Refusal, RefusalReason } from '../guard/refusal.js';
 import { formatETag } from '../vocabulary/etag.js';
@@ -21,6 +24,7 @@ const CODES: Record<RefusalReason, S3ErrorCode> = {
   'partial-read': 'PreconditionFailed',
   'stale-read': 'PreconditionFailed',
   'not-read': 'PreconditionFailed',
+  'merge-conflict': 'PreconditionFailed',
 };
 
 function advice(r: Refusal, etag: (e: string) => string): string {
@@ -55,6 +59,8 @@ function advice(r: Refusal, etag: (e: string) => string): string {
       return `You last read ${where} as version ${r.lastSeenETag ? etag(r.lastSeenETag) : 'unknown'}, but it is now ${current ?? 'deleted'}${by}. Read ${where} again${retry}.`;
     case 'not-read':
       return `You have not read ${where}, which exists (version ${current}${by}). Read it first${retry}.`;
+    case 'merge-conflict':
+      return `Your edit of ${where} and the current version ${current}${by} change the same lines, so casket could not merge them.`;
   }
 }
 
@@ -70,7 +76,7 @@ export function refusalError(r: Refusal, etagSuffix: boolean): S3Error {
   const etag = (e: string) => formatETag(e, etagSuffix);
   const headers: Record<string, string> = { 'x-casket-reason': r.reason };
   const fields: Record<string, string | undefined> = {};
-  if (r.reason === 'precondition-failed' || r.reason === 'partial-read' || r.reason === 'stale-read' || r.reason === 'not-read') {
+  if (r.reason === 'precondition-failed' || r.reason === 'partial-read' || r.reason === 'stale-read' || r.reason === 'not-read' || r.reason === 'merge-conflict') {
     fields.Condition = r.details.condition ?? 'If-Match';
   }
   fields.Reason = r.reason;
@@ -90,6 +96,17 @@ export function refusalError(r: Refusal, etagSuffix: boolean): S3Error {
     headers['x-casket-identical-content'] = 'true';
     fields.IdenticalContent = 'true';
   }
-  const message = advice(r, etag) + (r.details.identical ? identicalNote(r) : '');
+  let links = '';
+  if (r.details.merge) {
+    headers['x-casket-merge-conflict'] = r.details.merge;
+    fields.Merge = r.details.merge;
+    links += ` GET ${r.details.merge} (signed like any S3 request) for the merge with conflict markers, resolve them, and write the result with If-Match: ${etag(r.current!.etag)}.`;
+  }
+  if (r.details.diff) {
+    headers['x-casket-diff'] = r.details.diff;
+    fields.Diff = r.details.diff;
+    links += ` To see only what changed since you read it, GET ${r.details.diff} on this endpoint, signed like any S3 request (a unified diff).`;
+  }
+  const message = advice(r, etag) + (r.details.identical ? identicalNote(r) : '') + links;
   return new S3Error(CODES[r.reason], { message, fields, headers });
 }

@@ -2,7 +2,9 @@
  * The one path every guarded write takes (PutObject, CopyObject,
  * CompleteMultipartUpload, DeleteObject, each key of DeleteObjects):
  * read the current version, ask the guard, commit under the condition it
- * returns (the backend re-checks it atomically), record the write.
+ * returns (the backend re-checks it atomically), record the write. A
+ * refusal to an agent links the diff from the version it last saw to the
+ * current one, when that version is retained (DESIGN §6).
  */
 import { ConditionFailed, type CommitCondition, type ObjectInfo } from '../backends/types.js';
 import type { WriteConditions } from '../guard/preconditions.js';
@@ -58,6 +60,34 @@ export interface GuardedWrite<T> {
   replaced?(result: T): ObjectInfo | null;
   /** The answer to an exact retry of the write that made `current` (DESIGN §3). */
   landed(current: ObjectInfo | null): T;
+  /**
+   * false: the agent rules were applied already, to the edit this write
+   * merges (s3/merge-write.ts); only the explicit conditions are checked, and
+   * the write is still recorded as the agent's.
+   */
+  agentRules?: false;
+}
+
+/** Refusals that link a diff from the agent's last-seen version (issue 12). */
+const DIFF_REFUSALS = new Set(['precondition-failed', 'precondition-required', 'partial-read', 'stale-read']);
+
+/** The path of the diff between two versions of a key (served by agent-changes.ts). */
+export function diffPath(bucket: string, key: string, from: string, to: string): string {
+  return `/_casket/diff?bucket=${encodeURIComponent(bucket)}&key=${encodeURIComponent(key)}&from=${from}&to=${to}`;
+}
+
+/**
+ * The refusal, with a link to what changed since the agent last saw the key
+ * when casket kept that version. Degrades to the refusal as it was when the
+ * state or retention store cannot tell.
+ */
+async function withDiff<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
+  const { retainer, state } = w.services;
+  const agent = w.ctx.agent;
+  if (!agent || !retainer || !r.current || r.details.diff || !DIFF_REFUSALS.has(r.reason)) return r;
+  const from = r.lastSeenETag ?? (await state.getStamp(agent, w.bucket, w.key).catch(() => undefined))?.etag;
+  if (from === undefined || from === r.current.etag || !(await retainer.touch(from))) return r;
+  return new Refusal(r.reason, r.bucket, r.key, r.current, from, { ...r.details, diff: diffPath(w.bucket, w.key, from, r.current.etag) });
 }
 
 /**
@@ -69,6 +99,15 @@ export interface GuardedWrite<T> {
  * its own landed attempt from a conflict.
  */
 export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
+  try {
+    return await guardedWriteOnce(w);
+  } catch (e) {
+    if (e instanceof Refusal) throw await withDiff(e, w);
+    throw e;
+  }
+}
+
+async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
   const { backend, guard } = w.services;
   // The current version is read only when something needs it — an early
   // refusal, the explanation of a refusal — never on the happy path: the
@@ -85,7 +124,7 @@ export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
     permit = await guard.checkWrite({
       bucket: w.bucket,
       key: w.key,
-      agent: w.ctx.agent,
+      agent: w.agentRules === false ? undefined : w.ctx.agent,
       current,
       conditions: w.conditions,
       ...(w.early !== undefined && { early: w.early }),

@@ -29,6 +29,7 @@ import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, failure, sdk } from '../helpers/clients.js';
+import { signRequest } from '../helpers/raw.js';
 import { until } from '../helpers/poll.js';
 
 const bucket = 'policies';
@@ -204,6 +205,23 @@ describe('a read-only reviewer', () => {
     await denied(reviewer.send(new GetObjectCommand({ Bucket: other, Key: 'x' })));
     // s3:List* on the bucket's ARNs does not reach ListAllMyBuckets, whose resource is "*".
     await denied(reviewer.send(new ListBucketsCommand({})));
+  });
+});
+
+describe('what changed, under a policy', () => {
+  it('/_casket/diff and /_casket/merge show content only to a key that may read the object', async () => {
+    const etag = await put(admin, 'agents/bob/diffed.md', 'one\n');
+    const path = (endpoint: string) => `/_casket/${endpoint}?bucket=${bucket}&key=agents/bob/diffed.md&from=${encodeURIComponent(etag)}&to=current`;
+    const statusOf = async (who: 'alice' | 'reviewer', endpoint: string) => {
+      const { headers } = await signRequest(casket.url, casket.keys[who]!, { method: 'GET', path: path(endpoint) });
+      const res = await fetch(`${casket.url}${path(endpoint)}`, { headers });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    expect(await statusOf('alice', 'diff')).toBe(403);
+    expect(await statusOf('alice', 'merge')).toBe(403);
+    // The reviewer may read it: the diff is served.
+    expect(await statusOf('reviewer', 'diff')).toBe(200);
   });
 });
 

@@ -5,6 +5,8 @@
  * unversioned: "null" is the only version). A GET by an agent records a read
  * stamp once the response is over: full only if every byte was delivered and
  * the bytes delivered so far cover the version (DESIGN §4). HEAD reads nothing.
+ * A whole small version delivered to an agent is kept (DESIGN §6): its bytes
+ * are copied as they stream past (s3/capture.ts) and kept after the response.
  */
 import type { Readable } from 'node:stream';
 import type { ByteRange, ObjectInfo } from '../../backends/types.js';
@@ -16,6 +18,7 @@ import { objectResponseHeaders } from '../object-headers.js';
 import { parseRange } from '../range.js';
 import { checkReadConditions } from '../read-conditions.js';
 import type { S3Response } from '../respond.js';
+import { capture } from '../capture.js';
 
 function checkVersion(ctx: RequestContext): void {
   const versionId = ctx.query.get('versionId');
@@ -71,7 +74,7 @@ async function primed(body: Readable): Promise<Readable> {
   return body;
 }
 
-export const GetObject: Handler = async (ctx, { backend, guard, log }) => {
+export const GetObject: Handler = async (ctx, { backend, guard, log, retainer }) => {
   const { bucket, key } = requireKey(ctx);
   checkVersion(ctx);
   const reader = await backend.getObject(bucket, key);
@@ -89,11 +92,25 @@ export const GetObject: Handler = async (ctx, { backend, guard, log }) => {
   }
   const start = sel.range?.start ?? 0;
   const end = sel.range ? sel.range.end + 1 : info.size;
-  const response: S3Response = { ...headers(ctx, info, sel), body };
   const agent = ctx.agent;
+  // Only agents' whole reads of small versions pay for the copy; nobody waits for the keeping.
+  let kept: (() => Buffer | undefined) | undefined;
+  if (agent && retainer && !sel.range && retainer.eligible(info.etag, info.size)) {
+    if (Buffer.isBuffer(body)) {
+      const whole = body;
+      kept = () => whole;
+    } else {
+      const copy = capture(body, retainer.maxObjectSize);
+      body = copy.stream;
+      kept = copy.captured;
+    }
+  }
+  const response: S3Response = { ...headers(ctx, info, sel), body };
   if (agent) {
-    response.onFinish = (complete) =>
+    response.onFinish = (complete) => {
+      if (complete && kept) retainer?.keep(info.etag, kept());
       void guard.recordRead(agent, info, start, end, complete).catch((err: unknown) => log.error({ err, requestId: ctx.requestId, agent, bucket, key }, 'read stamp not recorded'));
+    };
   }
   return response;
 };

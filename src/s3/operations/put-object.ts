@@ -4,16 +4,20 @@
  * rules, through s3/write.ts. The SHA-256 of the body is known before the
  * body when the client signed it (x-amz-content-sha256) or declared it
  * (x-amz-checksum-sha256): then a retried write of the current content is
- * recognised before a byte is sent.
+ * recognised before a byte is sent. An agent's small body is copied as it
+ * streams and kept once committed (DESIGN §6); `x-casket-merge: text` asks
+ * for a three-way merge when the base is not current (s3/merge-write.ts).
  */
 import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumHeaders, declaredChecksum } from '../checksum-headers.js';
-import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { emptyResponse } from '../respond.js';
-import { guardedWrite, writeConditionsFrom } from '../write.js';
+import { capture } from '../capture.js';
+import { mergeablePut, wantsMerge } from '../merge-write.js';
+import { putVersion } from '../put-version.js';
+import { writeConditionsFrom } from '../write.js';
 
 export function declaredSha256(ctx: RequestContext): string | undefined {
   if (ctx.auth?.declaredSha256) return ctx.auth.declaredSha256;
@@ -47,36 +51,31 @@ export function requireLength(ctx: RequestContext): void {
 }
 
 export const PutObject: Handler = async (ctx, services) => {
-  const { bucket, key } = requireKey(ctx);
   requireLength(ctx);
-  const headers = objectHeadersFrom(ctx.headers);
-  const metadata = metadataFrom(ctx.headers);
   const declared = declaredSha256(ctx);
   const length = declaredLength(ctx);
+  const conditions = writeConditionsFrom(ctx.headers);
   const checksum = declaredChecksum(ctx.headers);
-  const info = await guardedWrite({
-    ctx,
-    services,
-    bucket,
-    key,
-    operation: 'PutObject',
-    conditions: writeConditionsFrom(ctx.headers),
+  const retainer = services.retainer;
+  // A merge needs the base retained: with retention off, or a body larger than
+  // any retained version, the write is an ordinary one (its refusal says why).
+  if (wantsMerge(ctx) && retainer && (length === undefined || length <= retainer.maxObjectSize)) return mergeablePut(ctx, services, retainer, conditions);
+  // An agent's small body is copied on its way to the backend, to keep what it wrote.
+  let kept: (() => Buffer | undefined) | undefined;
+  const keep = ctx.agent !== undefined && retainer !== undefined && (length === undefined || length <= retainer.maxObjectSize);
+  const info = await putVersion(ctx, services, {
+    conditions,
     ...(declared !== undefined && { declaredSha256: declared }),
-    bodyComing: !expectsContinue(ctx),
-    early: expectsContinue(ctx),
-    commit: (permit) =>
-      services.backend.putObject(bucket, key, ctx.payload(), {
-        ...permit,
-        headers,
-        metadata,
-        ...(ctx.agent !== undefined && { writer: ctx.agent }),
-        // Known before the body: an upstream backend can stream it through.
-        ...(declared !== undefined && { declaredSha256: declared }),
-        ...(length !== undefined && { contentLength: length }),
-        ...(checksum !== undefined && { declaredChecksum: checksum }),
-      }),
-    written: (info) => info,
-    landed: (current) => current!,
+    ...(length !== undefined && { contentLength: length }),
+    ...(checksum !== undefined && { declaredChecksum: checksum }),
+    body: () => {
+      const payload = ctx.payload();
+      if (!keep) return payload;
+      const copy = capture(payload.stream, retainer.maxObjectSize);
+      kept = copy.captured;
+      return { stream: copy.stream, digest: () => payload.digest() };
+    },
   });
+  if (kept) retainer?.keep(info.etag, kept());
   return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum) });
 };

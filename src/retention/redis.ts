@@ -1,0 +1,116 @@
+/**
+ * Retained versions in Redis (--state redis): every casket sharing the Redis
+ * sees the same retained versions, so a refusal from one replica links a
+ * diff another serves.
+ *
+ * Layout, under the state store's prefix (default `casket:`):
+ *   retained:<sha256>   string, the content
+ *   retained            zset <sha256> by last touch (epoch ms): oldest first
+ *   retained:bytes      the bytes kept, kept in step by the scripts
+ * Keep and touch are Lua scripts, one atomic step each (as in
+ * state/redis.ts): add, expire past the TTL, and evict the oldest while over
+ * the budget, with nothing interleaved — so replicas never double-count.
+ * Known gap: as in state/redis.ts, the scripts touch keys they derive (the
+ * blobs); on Redis Cluster use a prefix with a hash tag.
+ */
+import { Redis } from 'ioredis';
+import { sha256Hex, type Retention, type RetentionLimits } from './types.js';
+
+const TIMEOUT_MS = 3000;
+
+/** Drops everything older than the TTL, then the oldest until the total is within the budget. */
+const EVICT = `
+local function int(n) return string.format('%.0f', n) end
+local function drop(sha)
+  local size = redis.call('STRLEN', prefix .. sha)
+  redis.call('DEL', prefix .. sha)
+  redis.call('ZREM', z, sha)
+  redis.call('DECRBY', total, size)
+end
+for _, sha in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', '(' .. int(now - ttl))) do drop(sha) end
+while tonumber(redis.call('GET', total) or '0') > max do
+  local head = redis.call('ZRANGE', z, 0, 0)
+  if #head == 0 then redis.call('SET', total, 0) break end
+  drop(head[1])
+end
+`;
+
+/** KEYS: zset, total. ARGV: blob prefix, sha, content, now, ttl, max. */
+const KEEP = `
+local z, total = KEYS[1], KEYS[2]
+local prefix, sha, content = ARGV[1], ARGV[2], ARGV[3]
+local now, ttl, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+if not redis.call('ZSCORE', z, sha) then
+  redis.call('SET', prefix .. sha, content)
+  redis.call('INCRBY', total, #content)
+end
+redis.call('ZADD', z, now, sha)
+${EVICT}
+return 1
+`;
+
+/** KEYS: zset, total. ARGV: blob prefix, sha, now, ttl, max. Returns 1 when kept. */
+const TOUCH = `
+local z, total = KEYS[1], KEYS[2]
+local prefix, sha = ARGV[1], ARGV[2]
+local now, ttl, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+${EVICT}
+if sha == '' or not redis.call('ZSCORE', z, sha) then return 0 end
+redis.call('ZADD', z, now, sha)
+return 1
+`;
+
+interface Scripts {
+  keepRetained(...args: Array<string | number | Buffer>): Promise<number>;
+  touchRetained(...args: Array<string | number>): Promise<number>;
+}
+
+export class RedisRetention implements Retention {
+  private constructor(private readonly redis: Redis & Scripts, private readonly limits: RetentionLimits, private readonly prefix: string) {}
+
+  static async connect(url: string, limits: RetentionLimits, options: { prefix?: string } = {}): Promise<RedisRetention> {
+    // Its own connection, with the same fail-fast settings as the state store.
+    const redis = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: TIMEOUT_MS, commandTimeout: TIMEOUT_MS, retryStrategy: (n) => Math.min(n * 200, 2000) });
+    redis.on('error', () => {});
+    await redis.connect();
+    redis.defineCommand('keepRetained', { numberOfKeys: 2, lua: KEEP });
+    redis.defineCommand('touchRetained', { numberOfKeys: 2, lua: TOUCH });
+    return new RedisRetention(redis as Redis & Scripts, limits, `${options.prefix ?? 'casket:'}retained`);
+  }
+
+  private keys(): [string, string, string] {
+    return [this.prefix, `${this.prefix}:bytes`, `${this.prefix}:`];
+  }
+
+  async keep(sha256: string, content: Buffer): Promise<void> {
+    if (await this.touch(sha256)) return;
+    if (sha256Hex(content) !== sha256 || content.length > this.limits.maxBytes) return;
+    const [z, total, blobs] = this.keys();
+    await this.redis.keepRetained(z, total, blobs, sha256, content, Date.now(), this.limits.ttlMs, this.limits.maxBytes);
+  }
+
+  async touch(sha256: string): Promise<boolean> {
+    const [z, total, blobs] = this.keys();
+    return (await this.redis.touchRetained(z, total, blobs, sha256, Date.now(), this.limits.ttlMs, this.limits.maxBytes)) === 1;
+  }
+
+  async get(sha256: string): Promise<Buffer | undefined> {
+    const [z, , blobs] = this.keys();
+    const [score, content] = await Promise.all([this.redis.zscore(z, sha256), this.redis.getBuffer(blobs + sha256)]);
+    if (score === null || content === null || Number(score) < Date.now() - this.limits.ttlMs) return undefined;
+    return content;
+  }
+
+  async bytes(): Promise<number> {
+    await this.touch('');
+    return Number((await this.redis.get(`${this.prefix}:bytes`)) ?? 0);
+  }
+
+  async close(): Promise<void> {
+    try {
+      await this.redis.quit();
+    } catch {
+      this.redis.disconnect();
+    }
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * What the request path asks of retention (DESIGN §6): which versions are
+ * kept (small, single-part), keeping them after the response without
+ * delaying it, and reading them back. A retention store that fails degrades
+ * to "not kept" — a refusal without a diff, a merge not made — never to an
+ * error of the request: what it holds is a convenience, not the object.
+ */
+import { isContentETag, type Retention } from './types.js';
+
+export interface RetainerLog {
+  warn(obj: object, msg: string): void;
+}
+
+export class Retainer {
+  constructor(
+    readonly store: Retention,
+    /** Objects larger than this are never kept (--retain-max-size). */
+    readonly maxObjectSize: number,
+    private readonly log: RetainerLog,
+  ) {}
+
+  /** Whether casket keeps a version of this ETag and size. */
+  eligible(etag: string, size: number): boolean {
+    return size <= this.maxObjectSize && isContentETag(etag);
+  }
+
+  /** Keeps `content` as version `etag` in the background (its hash is checked by the store). */
+  keep(etag: string, content: Buffer | undefined): void {
+    if (!content || !this.eligible(etag, content.length)) return;
+    this.store.keep(etag, content).catch((err: unknown) => this.log.warn({ err, etag }, 'retention: version not kept'));
+  }
+
+  /** Refreshes a kept version's age: true when it is kept. */
+  async touch(etag: string): Promise<boolean> {
+    if (!isContentETag(etag)) return false;
+    return this.store.touch(etag).catch(() => false);
+  }
+
+  async get(etag: string): Promise<Buffer | undefined> {
+    if (!isContentETag(etag)) return undefined;
+    return this.store.get(etag).catch((err: unknown) => {
+      this.log.warn({ err, etag }, 'retention: version not read');
+      return undefined;
+    });
+  }
+}

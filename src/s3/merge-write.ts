@@ -1,0 +1,135 @@
+/**
+ * Opt-in three-way merge of a PutObject (DESIGN §6, issue 12): a write with
+ * `If-Match: <base>` and the signed header `x-casket-merge: text`. When the
+ * base is still current it is an ordinary write. When someone else wrote
+ * since, the base is retained, and the sent body and the current version are
+ * both text, casket merges base→sent into base→current (changes/merge.ts)
+ * and commits the result through the same guarded write, conditioned on the
+ * version it merged with: a writer that slips in between wins, and this write
+ * gets 412 as any other. Overlapping edits: 412 `merge-conflict`, with a link
+ * to the merge with conflict markers. Anything else (base not retained,
+ * binary, too large): the refusal an ordinary write would get.
+ *
+ * The body is received whole before the write (it is at most
+ * --retain-max-size): a merge needs it after the first condition failed.
+ * Without the header nothing here runs — no silent merges.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { ObjectInfo, Payload } from '../backends/types.js';
+import type { WriteConditions } from '../guard/preconditions.js';
+import { Refusal } from '../guard/refusal.js';
+import { isText } from '../changes/diff.js';
+import { mergeText } from '../changes/merge.js';
+import type { Retainer } from '../retention/retainer.js';
+import { S3Error } from '../vocabulary/errors.js';
+import { expandETag, formatETag } from '../vocabulary/etag.js';
+import { requireKey, type RequestContext, type Services } from './context.js';
+import { putVersion } from './put-version.js';
+import { emptyResponse, type S3Response } from './respond.js';
+
+export const MERGE_HEADER = 'x-casket-merge';
+
+/** The write asks to be merged. The header must be signed: it changes what is written. */
+export function wantsMerge(ctx: RequestContext): boolean {
+  const value = ctx.headers[MERGE_HEADER];
+  if (value === undefined) return false;
+  if (value.trim().toLowerCase() !== 'text') throw new S3Error('InvalidArgument', { message: `${MERGE_HEADER} accepts only "text".`, fields: { ArgumentName: MERGE_HEADER, ArgumentValue: value } });
+  if (!ctx.auth?.signedHeaders.includes(MERGE_HEADER)) throw new S3Error('InvalidRequest', `Sign the ${MERGE_HEADER} header: it changes what is written.`);
+  return true;
+}
+
+/** The path of the merge with conflict markers (served by agent-changes.ts). */
+export function mergePath(bucket: string, key: string, base: string, current: string, sent: string): string {
+  return `/_casket/merge?bucket=${encodeURIComponent(bucket)}&key=${encodeURIComponent(key)}&base=${base}&current=${current}&sent=${sent}`;
+}
+
+function sha256(content: Buffer): string {
+  return createHash('sha256').update(content).digest('hex');
+}
+
+/** A body casket already holds, as the Payload a backend commits. */
+function held(content: Buffer): Payload {
+  return { stream: Readable.from([content]), digest: () => ({ sha256: createHash('sha256').update(content).digest(), size: content.length }) };
+}
+
+async function receive(payload: Payload, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload.stream) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      payload.stream.destroy();
+      throw new S3Error('InvalidRequest', `${MERGE_HEADER}: text merges objects of at most ${limit} bytes (--retain-max-size).`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+/** The content of `current`, when it is still current and small enough to merge. */
+async function currentContent(services: Services, current: ObjectInfo, limit: number): Promise<Buffer | undefined> {
+  if (current.size > limit) return undefined;
+  const kept = await services.retainer?.get(current.etag);
+  if (kept) return kept;
+  const reader = await services.backend.getObject(current.bucket, current.key);
+  if (!reader) return undefined;
+  if (reader.info.etag !== current.etag) {
+    reader.release?.();
+    return undefined;
+  }
+  if (reader.inline) {
+    const bytes = reader.inline();
+    reader.release?.();
+    return bytes;
+  }
+  const chunks: Buffer[] = [];
+  for await (const chunk of reader.open()) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+export async function mergeablePut(ctx: RequestContext, services: Services, retainer: Retainer, conditions: WriteConditions): Promise<S3Response> {
+  const { bucket, key } = requireKey(ctx);
+  const named = conditions.ifMatch;
+  if (named === undefined || named === '*' || named.length !== 1) throw new S3Error('InvalidRequest', `${MERGE_HEADER}: text needs If-Match naming the one version your edit started from.`);
+  const limit = retainer.maxObjectSize;
+  const sent = await receive(ctx.payload(), limit);
+  const sentETag = sha256(sent);
+  const answer = (info: ObjectInfo, extra: Record<string, string> = {}) => emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...extra });
+  try {
+    const info = await putVersion(ctx, services, { conditions, body: () => held(sent), declaredSha256: sentETag, contentLength: sent.length, buffered: true });
+    if (ctx.agent) retainer?.keep(info.etag, sent);
+    return answer(info);
+  } catch (e) {
+    if (!(e instanceof Refusal) || e.reason !== 'precondition-failed' || !e.current || e.details.identical) throw e;
+    const current = e.current;
+    const base = expandETag(named[0]!).at(-1)!;
+    if (current.etag === base) throw e;
+    const [baseContent, theirs] = await Promise.all([retainer.get(base), currentContent(services, current, limit)]);
+    if (!baseContent || !theirs || !isText(baseContent) || !isText(sent) || !isText(theirs)) throw e;
+    const merged = mergeText(baseContent.toString('utf8'), sent.toString('utf8'), theirs.toString('utf8'), {
+      base: `base ${formatETag(base, false)}`,
+      current: `current ${formatETag(current.etag, false)}${current.writer ? ` (agent "${current.writer}")` : ''}`,
+      sent: `yours ${formatETag(sentETag, false)}`,
+    });
+    if (!merged.clean) {
+      // Both sides kept, so the link to the merge with markers can be followed.
+      retainer.keep(sentETag, sent);
+      retainer.keep(current.etag, theirs);
+      const conflict = new Refusal('merge-conflict', bucket, key, current, base, { merge: mergePath(bucket, key, base, current.etag, sentETag), ...(e.details.diff && { diff: e.details.diff }) });
+      services.guard.report(conflict, ctx.agent);
+      throw conflict;
+    }
+    const content = Buffer.from(merged.text, 'utf8');
+    const info = await putVersion(ctx, services, {
+      conditions: { ifMatch: [current.etag] },
+      body: () => held(content),
+      declaredSha256: sha256(content),
+      contentLength: content.length,
+      buffered: true,
+      agentRules: false,
+    });
+    retainer.keep(info.etag, content);
+    return answer(info, { 'x-casket-merged': formatETag(current.etag, ctx.etagSuffix) });
+  }
+}

@@ -1,0 +1,70 @@
+/**
+ * The pure parts of "what changed, and merging" (DESIGN §6): unified and
+ * binary diffs with their budget, and the three-way merge's clean and
+ * conflicting outcomes.
+ */
+import { describe, expect, it } from 'vitest';
+import { diffVersions, isText } from '../../src/changes/diff.js';
+import { mergeText } from '../../src/changes/merge.js';
+
+const base = Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n') + '\n';
+const labels = { sent: 'sent', base: 'base', current: 'current' };
+
+describe('mergeText', () => {
+  it('edits of different sections merge into both', () => {
+    const current = base.replace('line 2\n', 'line 2 by A\n');
+    const sent = base.replace('line 30\n', 'line 30 by B\n');
+    const m = mergeText(base, sent, current, labels);
+    expect(m.clean).toBe(true);
+    expect(m.text).toBe(base.replace('line 2\n', 'line 2 by A\n').replace('line 30\n', 'line 30 by B\n'));
+  });
+
+  it('edits of the same line conflict, with markers naming both sides', () => {
+    const m = mergeText(base, base.replace('line 5\n', 'B\n'), base.replace('line 5\n', 'A\n'), labels);
+    expect(m.clean).toBe(false);
+    expect(m.text).toContain('<<<<<<< current\nA\n');
+    expect(m.text).toContain('=======\nB\n>>>>>>> sent\n');
+  });
+
+  it('the same edit made twice is a conflict, not a silent success', () => {
+    const edited = base.replace('line 5\n', 'same\n');
+    expect(mergeText(base, edited, edited, labels).clean).toBe(false);
+  });
+
+  it('keeps CRLF line ends and a last line without one', () => {
+    const b = 'a\r\nb\r\nc\r\nd\r\ne\r\nf';
+    const m = mergeText(b, b.replace('f', 'F'), b.replace('a\r\n', 'A\r\n'), labels);
+    expect(m).toEqual({ clean: true, text: 'A\r\nb\r\nc\r\nd\r\ne\r\nF' });
+  });
+});
+
+describe('diffVersions', () => {
+  it('text: a unified diff with both ETags and writers in the header lines', () => {
+    const d = diffVersions('notes.md', { etag: 'e1', content: Buffer.from(base) }, { etag: 'e2', writer: 'bob', content: Buffer.from(base.replace('line 7\n', 'seven\n')) }, 65536);
+    expect(d.contentType).toMatch(/^text\/x-diff/);
+    expect(d.body).toContain('--- a/notes.md\t"e1" (writer unknown)');
+    expect(d.body).toContain('+++ b/notes.md\t"e2" (written by agent "bob")');
+    expect(d.body).toContain('-line 7\n+seven\n');
+    expect(d.truncated).toBe(false);
+  });
+
+  it('a diff over the budget is cut at a line end, with a note', () => {
+    const big = Array.from({ length: 300 }, (_, i) => `row ${i} ${'x'.repeat(40)}`).join('\n');
+    const d = diffVersions('k', { etag: 'e1', content: Buffer.from(big) }, { etag: 'e2', content: Buffer.from(big.replace(/row/g, 'ROW')) }, 1000);
+    expect(d.truncated).toBe(true);
+    expect(Buffer.byteLength(d.body)).toBeLessThan(1200);
+    expect(d.body).toMatch(/\n# casket: diff cut at 1000 bytes/);
+  });
+
+  it('binary: sizes and the changed byte ranges as JSON', () => {
+    const d = diffVersions('x.bin', { etag: 'e1', content: Buffer.from([0, 1, 2, 3, 4, 5]) }, { etag: 'e2', content: Buffer.from([0, 1, 9, 3, 4, 5, 6]) }, 65536);
+    expect(d.contentType).toBe('application/json');
+    expect(JSON.parse(d.body)).toMatchObject({ from: { size: 6 }, to: { size: 7 }, changes: [{ from: [2, 3], to: [2, 3] }, { from: [6, 6], to: [6, 7] }] });
+  });
+
+  it('text means valid UTF-8 without NUL', () => {
+    expect(isText(Buffer.from('héllo'))).toBe(true);
+    expect(isText(Buffer.from([0x68, 0, 0x69]))).toBe(false);
+    expect(isText(Buffer.from([0xff, 0xfe]))).toBe(false);
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * The Retention contract (src/retention/types.ts), run against both stores:
+ * content kept under its SHA-256 only when it hashes to it, read back whole,
+ * the oldest touched evicted first past the byte budget, gone past the TTL,
+ * the bytes figure in step — and, for Redis, shared by two connections (two
+ * replicas) without double counting.
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileRetention } from '../../src/retention/files.js';
+import { RedisRetention } from '../../src/retention/redis.js';
+import { sha256Hex, type Retention, type RetentionLimits } from '../../src/retention/types.js';
+import { clockPast } from '../helpers/poll.js';
+import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
+import { need } from '../helpers/tools.js';
+
+const blob = (n: number, size = 100) => Buffer.alloc(size, n);
+
+let redis: RunningRedis | undefined;
+const haveRedis = need('redis-server', hasRedis());
+const dirs: string[] = [];
+let prefixes = 0;
+
+beforeAll(async () => {
+  if (haveRedis) redis = await startRedis();
+});
+afterAll(async () => {
+  await redis?.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+const kinds: Array<[string, (limits: RetentionLimits) => Promise<Retention>]> = [
+  ['files', async (limits) => {
+    const dir = mkdtempSync(join(tmpdir(), 'casket-retention-'));
+    dirs.push(dir);
+    return new FileRetention(dir, limits);
+  }],
+  ...(haveRedis ? [['redis', async (limits: RetentionLimits) => RedisRetention.connect(redis!.url, limits, { prefix: `t${++prefixes}:` })] as [string, (limits: RetentionLimits) => Promise<Retention>]] : []),
+];
+
+describe.each(kinds)('%s retention', (_kind, open) => {
+  it('keeps content under its SHA-256, and only there', async () => {
+    const r = await open({ maxBytes: 10_000, ttlMs: 60_000 });
+    await r.keep(sha256Hex(blob(1)), blob(1));
+    await r.keep(sha256Hex(blob(2)), blob(3)); // a hash that is not the content's: not kept
+    expect(await r.get(sha256Hex(blob(1)))).toEqual(blob(1));
+    expect(await r.get(sha256Hex(blob(2)))).toBeUndefined();
+    expect(await r.touch(sha256Hex(blob(1)))).toBe(true);
+    expect(await r.touch(sha256Hex(blob(9)))).toBe(false);
+    expect(await r.bytes()).toBe(100);
+    await r.keep(sha256Hex(blob(1)), blob(1));
+    expect(await r.bytes()).toBe(100);
+    await r.close();
+  });
+
+  it('evicts the oldest touched first past the budget', async () => {
+    const r = await open({ maxBytes: 350, ttlMs: 60_000 });
+    for (const n of [1, 2, 3]) await r.keep(sha256Hex(blob(n)), blob(n));
+    await r.touch(sha256Hex(blob(1))); // 2 is now the oldest
+    await r.keep(sha256Hex(blob(4)), blob(4));
+    expect(await r.get(sha256Hex(blob(2)))).toBeUndefined();
+    for (const n of [1, 3, 4]) expect(await r.get(sha256Hex(blob(n)))).toEqual(blob(n));
+    expect(await r.bytes()).toBe(300);
+    // Larger than the whole budget: never kept.
+    await r.keep(sha256Hex(blob(5, 400)), blob(5, 400));
+    expect(await r.get(sha256Hex(blob(5, 400)))).toBeUndefined();
+    expect(await r.bytes()).toBeLessThanOrEqual(350);
+    await r.close();
+  });
+
+  it('forgets content past the TTL', async () => {
+    const r = await open({ maxBytes: 10_000, ttlMs: 200 });
+    await r.keep(sha256Hex(blob(7)), blob(7));
+    expect(await r.get(sha256Hex(blob(7)))).toEqual(blob(7));
+    await clockPast(Date.now() + 250);
+    expect(await r.get(sha256Hex(blob(7)))).toBeUndefined();
+    expect(await r.touch(sha256Hex(blob(7)))).toBe(false);
+    expect(await r.bytes()).toBe(0);
+    await r.close();
+  });
+});
+
+describe('files retention', () => {
+  it('survives a restart, oldest first still, and leaves no temporary files', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'casket-retention-'));
+    dirs.push(dir);
+    const first = new FileRetention(dir, { maxBytes: 350, ttlMs: 60_000 });
+    for (const n of [1, 2, 3]) {
+      await first.keep(sha256Hex(blob(n)), blob(n));
+      await clockPast(Date.now() + 20); // distinct mtimes
+    }
+    const again = new FileRetention(dir, { maxBytes: 350, ttlMs: 60_000 });
+    expect(await again.bytes()).toBe(300);
+    await again.keep(sha256Hex(blob(4)), blob(4));
+    expect(await again.get(sha256Hex(blob(1)))).toBeUndefined();
+    expect(await again.get(sha256Hex(blob(3)))).toEqual(blob(3));
+    expect(readdirSync(dir).sort()).toEqual([2, 3, 4].map((n) => sha256Hex(blob(n))).sort());
+  });
+});
+
+describe.runIf(haveRedis)('redis retention shared by two replicas', () => {
+  it('both see what either kept; the budget counts each version once', async () => {
+    const prefix = `shared${++prefixes}:`;
+    const one = await RedisRetention.connect(redis!.url, { maxBytes: 1000, ttlMs: 60_000 }, { prefix });
+    const two = await RedisRetention.connect(redis!.url, { maxBytes: 1000, ttlMs: 60_000 }, { prefix });
+    await Promise.all([one.keep(sha256Hex(blob(1)), blob(1)), two.keep(sha256Hex(blob(1)), blob(1))]);
+    await two.keep(sha256Hex(blob(2)), blob(2));
+    expect(await one.get(sha256Hex(blob(2)))).toEqual(blob(2));
+    expect(await two.get(sha256Hex(blob(1)))).toEqual(blob(1));
+    expect(await one.bytes()).toBe(200);
+    await one.close();
+    await two.close();
+  });
+});
