@@ -21,16 +21,11 @@ import type { Access } from '../auth/policy.js';
 import { S3_ARN } from '../auth/policy.js';
 import { parseCopySource } from './copy-source.js';
 import { UNMODELED } from './detect.js';
+import type { RequestContext } from './context.js';
 import type { Operation } from './operations.js';
 
-export interface ActionRequest {
-  operation: Operation;
-  method: string;
-  bucket: string | undefined;
-  key: string | undefined;
-  query: URLSearchParams;
-  headers: Record<string, string>;
-}
+/** What of a request decides the actions it needs: its operation and target, before any body. */
+export type ActionRequest = Pick<RequestContext, 'operation' | 'method' | 'bucket' | 'key' | 'query' | 'headers'>;
 
 const bucketArn = (r: ActionRequest) => S3_ARN + (r.bucket ?? '');
 const objectArn = (r: ActionRequest) => `${S3_ARN}${r.bucket ?? ''}/${r.key ?? ''}`;

@@ -6,6 +6,8 @@ import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { Credential } from '../../src/auth/credentials.js';
 import { signedRequestFromNode, type SignedRequest } from '../../src/auth/sigv4.js';
+import { S3Error, type S3ErrorCode } from '../../src/vocabulary/errors.js';
+import { expect } from 'vitest';
 
 /** A SHA-256 / HMAC-SHA256 constructor in the shape smithy expects. */
 export class Sha256 {
@@ -143,4 +145,18 @@ export function chunkSigner(signingKey: Buffer, amzDate: string, scope: string, 
       return createHmac('sha256', signingKey).update(sts).digest('hex');
     },
   };
+}
+
+/** Runs `fn`, which must throw an S3Error with this code (and message); returns it. */
+export function expectS3Error(fn: () => unknown, code: S3ErrorCode, message?: string | RegExp): S3Error {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(S3Error);
+    const err = e as S3Error;
+    expect(err.code).toBe(code);
+    if (message !== undefined) expect(err.message).toMatch(message);
+    return err;
+  }
+  throw new Error(`expected S3Error ${code}, nothing was thrown`);
 }

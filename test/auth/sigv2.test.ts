@@ -10,24 +10,11 @@ import { staticCredentials } from '../../src/auth/credentials.js';
 import { isSigV2, verifySigV2 } from '../../src/auth/sigv2.js';
 import type { SignedRequest } from '../../src/auth/sigv4.js';
 import { verifySignature } from '../../src/auth/verify.js';
-import { S3Error, type S3ErrorCode } from '../../src/vocabulary/errors.js';
-import { ALICE, lookup } from './helpers.js';
+import { S3Error } from '../../src/vocabulary/errors.js';
+import { ALICE, expectS3Error, lookup } from './helpers.js';
 
 const awsLookup = staticCredentials([{ accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', agent: 'doc-agent' }]);
 const DOMAIN = { domain: 's3.amazonaws.com' };
-
-function expectS3Error(fn: () => unknown, code: S3ErrorCode, message?: string | RegExp): S3Error {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(S3Error);
-    const err = e as S3Error;
-    expect(err.code).toBe(code);
-    if (message !== undefined) expect(err.message).toMatch(message);
-    return err;
-  }
-  throw new Error(`expected S3Error ${code}, nothing was thrown`);
-}
 
 function docRequest(method: string, path: string, date: string, signature: string, headers: Record<string, string> = {}): SignedRequest {
   const q = path.indexOf('?');

@@ -2,24 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { staticCredentials } from '../../src/auth/credentials.js';
 import { signedRequestFromNode, verifySigV4, type SignedRequest } from '../../src/auth/sigv4.js';
-import { S3Error, type S3ErrorCode } from '../../src/vocabulary/errors.js';
-import { ALICE, BOB, lookup, presign, signHeader, strictEncode } from './helpers.js';
+import { S3Error } from '../../src/vocabulary/errors.js';
+import { ALICE, BOB, expectS3Error, lookup, presign, signHeader, strictEncode } from './helpers.js';
 
 const NOW = new Date('2026-03-01T12:00:00Z');
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
-
-function expectS3Error(fn: () => unknown, code: S3ErrorCode, message?: string | RegExp): S3Error {
-  try {
-    fn();
-  } catch (e) {
-    expect(e).toBeInstanceOf(S3Error);
-    const err = e as S3Error;
-    expect(err.code).toBe(code);
-    if (message !== undefined) expect(err.message).toMatch(message);
-    return err;
-  }
-  throw new Error(`expected S3Error ${code}, nothing was thrown`);
-}
 
 describe('verifySigV4: AWS documented examples', () => {
   const awsLookup = staticCredentials([{ accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' }]);
