@@ -45,7 +45,7 @@
  * its TTL only, not by maxEntries.
  *
  * A down Redis must not hang a request: no offline queue (commands fail at
- * once while disconnected), one retry per command, and connect and command
+ * once while disconnected), no retry or resend after a reconnect, and connect and command
  * timeouts, so every call settles within a few seconds.
  */
 import { Redis, type ChainableCommander } from 'ioredis';
@@ -170,7 +170,13 @@ export class RedisStateStore implements StateStore {
     const redis = new Redis(url, {
       lazyConnect: true,
       enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
+      // A command whose connection dropped fails; it is never sent again on
+      // the next connection. A replay would apply an old event after newer
+      // ones (a read stamp of a replaced version landing after the agent's
+      // fresh read, a second write-log entry for one write): the caller has
+      // already answered without it, as a failure it tolerates.
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
       connectTimeout: TIMEOUT_MS,
       commandTimeout: TIMEOUT_MS,
       retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
