@@ -71,6 +71,8 @@ export class SqliteStateStore implements StateStore {
   private writes = 0;
   /** Write-log entries waiting for this turn's transaction (flushLog). */
   private pendingLog: WriteLogEntry[] = [];
+  /** ETag index entries waiting for the same transaction, by (bucket, key, upstream ETag); read through. */
+  private pendingIndex = new Map<string, { bucket: string; key: string; upstreamETag: string; etag: string; at: number }>();
   private flushScheduled = false;
   /** Touch order of stamps: the least recently touched is evicted first, even within one millisecond. */
   private seq: number;
@@ -170,38 +172,46 @@ export class SqliteStateStore implements StateStore {
   }
 
   /**
-   * Write-log entries are batched: one transaction per event-loop turn rather
-   * than one per write (a separate autocommit INSERT was ~9% of a small PUT,
-   * measured with --cpu-prof). A crash can lose the entries of that one turn;
-   * the objects themselves are committed by the backend before this runs.
+   * Write-log and ETag index entries are batched: one transaction per
+   * event-loop turn rather than one per write (a separate autocommit INSERT
+   * was ~9% of a small PUT, measured with --cpu-prof). A crash can lose the
+   * entries of that one turn: the objects themselves are committed by the
+   * backend before this runs, and a lost index entry is re-derived from the
+   * object on its next read (backends/s3/etags.ts).
    */
   private flushLog(): void {
     this.flushScheduled = false;
-    if (this.pendingLog.length === 0) return;
+    if (this.pendingLog.length === 0 && this.pendingIndex.size === 0) return;
     const batch = this.pendingLog;
+    const index = this.pendingIndex;
     this.pendingLog = [];
+    this.pendingIndex = new Map();
     this.db.transaction(() => {
       for (const e of batch) {
         this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null);
         this.counted();
       }
+      for (const i of index.values()) this.q.putIndex.run(i.bucket, i.key, i.upstreamETag, i.etag, i.at);
     })();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      // Off the request path, a failing disk must not crash the process:
+      // the entries of this turn are lost (the objects are already committed).
+      try {
+        this.flushLog();
+      } catch (e) {
+        process.emitWarning(`casket: write-log and ETag index entries lost: ${(e as Error).message}`);
+      }
+    });
   }
 
   async appendWriteLog(e: WriteLogEntry): Promise<void> {
     this.pendingLog.push(e);
-    if (!this.flushScheduled) {
-      this.flushScheduled = true;
-      setImmediate(() => {
-        // Off the request path, a failing disk must not crash the process:
-        // the entries of this turn are lost (the objects are already committed).
-        try {
-          this.flushLog();
-        } catch (e) {
-          process.emitWarning(`casket: write-log entries lost: ${(e as Error).message}`);
-        }
-      });
-    }
+    this.scheduleFlush();
   }
 
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
@@ -231,11 +241,12 @@ export class SqliteStateStore implements StateStore {
   }
 
   async getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined> {
-    return this.q.getIndex.get(bucket, key, upstreamETag)?.etag;
+    return this.pendingIndex.get(indexId(bucket, key, upstreamETag))?.etag ?? this.q.getIndex.get(bucket, key, upstreamETag)?.etag;
   }
 
   async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
-    this.q.putIndex.run(bucket, key, upstreamETag, etag, Date.now());
+    this.pendingIndex.set(indexId(bucket, key, upstreamETag), { bucket, key, upstreamETag, etag, at: Date.now() });
+    this.scheduleFlush();
   }
 
   async putPartDigest(uploadId: string, p: PartDigest): Promise<void> {
@@ -274,4 +285,8 @@ export class SqliteStateStore implements StateStore {
     clearInterval(this.timer);
     this.db.close();
   }
+}
+
+function indexId(bucket: string, key: string, upstreamETag: string): string {
+  return `${bucket}\0${key}\0${upstreamETag}`;
 }

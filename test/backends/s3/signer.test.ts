@@ -8,6 +8,7 @@
  * and date string are exercised too.
  */
 import { SignatureV4 } from '@smithy/signature-v4';
+import type { SourceData } from '@smithy/types';
 import { createHash, createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { encodeRfc3986 } from '../../../src/backends/s3/client.js';
@@ -17,8 +18,8 @@ const credentials = { accessKeyId: 'AKIDUPSTREAM', secretAccessKey: 'upstream/se
 
 class Sha256 {
   private hash;
-  constructor(secret?: string | Uint8Array) {
-    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', typeof secret === 'string' ? Buffer.from(secret) : secret);
+  constructor(secret?: SourceData) {
+    this.hash = secret === undefined ? createHash('sha256') : createHmac('sha256', typeof secret === 'string' ? Buffer.from(secret) : Buffer.from(secret as Uint8Array));
   }
   update(data: Uint8Array | string): void {
     this.hash.update(data);
