@@ -18,9 +18,15 @@
  * the first out. An exclusive holder never waits on a client: its body is
  * received before it asks for the lock (objects.ts).
  *
- * FIFO: a waiter is granted only when nobody ahead of it waits, so a stream
- * of shared writers cannot starve an exclusive one. The map holds only keys
- * with a holder or a waiter.
+ * Shared waiters pass a waiting exclusive one: a shared holder may be a
+ * streamed body still in flight, and the client sending it may be waiting
+ * for its own next request to this key (issue 9's overlapping PutObjects,
+ * with a conditional DeleteObject in between) — queued behind the exclusive
+ * writer, which waits for the first body, that request would never be
+ * answered. The price: an exclusive writer waits until no shared write of
+ * the key is in flight, so a key written without pause delays it (it is
+ * never refused for that, and never let in early). Exclusive waiters are
+ * served in arrival order. The map holds only keys with a holder or a waiter.
  */
 type Mode = 'shared' | 'exclusive';
 
@@ -60,12 +66,21 @@ export class KeyLock {
   }
 
   private pump(s: KeyState): void {
-    while (s.queue.length > 0) {
-      const head = s.queue[0]!;
-      if (s.exclusive || (head.mode === 'exclusive' && s.holders > 0)) return;
+    if (s.exclusive) return;
+    // Every shared waiter goes in; the first exclusive one, once nobody holds the key.
+    for (let i = 0; i < s.queue.length; ) {
+      const waiter = s.queue[i]!;
+      if (waiter.mode === 'shared') {
+        s.queue.splice(i, 1);
+        s.holders++;
+        waiter.grant();
+      } else i++;
+    }
+    const head = s.queue[0];
+    if (head && s.holders === 0) {
       s.queue.shift();
-      s.holders++;
-      s.exclusive = head.mode === 'exclusive';
+      s.holders = 1;
+      s.exclusive = true;
       head.grant();
     }
   }

@@ -2,7 +2,7 @@
  * The s3 backend's per-key readers–writer lock (src/backends/s3/key-lock.ts):
  * shared holders run side by side (two streamed uploads of one key never wait
  * on each other's body); an exclusive holder (casket's own check-then-write)
- * runs alone, and waiting shared holders cannot starve it.
+ * runs alone; a shared writer never waits behind a waiting exclusive one.
  */
 import { describe, expect, it } from 'vitest';
 import { KeyLock } from '../../../src/backends/s3/key-lock.js';
@@ -33,23 +33,42 @@ describe('KeyLock', () => {
     expect(lock.size).toBe(0);
   });
 
-  it('an exclusive holder waits for shared holders, and later shared ones wait for it (FIFO)', async () => {
+  it('an exclusive waiter waits for every shared holder; a later shared writer passes it (it may be the body the first one waits for), but none runs beside an exclusive holder', async () => {
     const lock = new KeyLock();
-    const g = gate();
+    const first = gate();
     const order: string[] = [];
     const a = lock.shared('k', async () => {
-      await g.opened;
+      await first.opened;
       order.push('shared a');
     });
     const x = lock.exclusive('k', async () => {
-      order.push('exclusive');
+      order.push('exclusive in');
+      await new Promise((r) => setImmediate(r));
+      order.push('exclusive out');
     });
-    const b = lock.shared('k', async () => {
+    // b is granted at once although x waits: a client waiting for b's answer before it finishes a's body is not deadlocked.
+    await lock.shared('k', async () => {
       order.push('shared b');
     });
-    g.open();
-    await Promise.all([a, x, b]);
-    expect(order).toEqual(['shared a', 'exclusive', 'shared b']);
+    expect(order).toEqual(['shared b']);
+    first.open();
+    await Promise.all([a, x]);
+    // c arrives while x holds the key: it waits until x is out.
+    const c = lock.shared('k', async () => {
+      order.push('shared c');
+    });
+    await c;
+    expect(order).toEqual(['shared b', 'shared a', 'exclusive in', 'exclusive out', 'shared c']);
+    const held = gate();
+    const y = lock.exclusive('k', () => held.opened);
+    const d = lock.shared('k', async () => {
+      order.push('shared d');
+    });
+    await new Promise((r) => setImmediate(r));
+    expect(order).not.toContain('shared d');
+    held.open();
+    await Promise.all([y, d]);
+    expect(order.at(-1)).toBe('shared d');
     expect(lock.size).toBe(0);
   });
 
