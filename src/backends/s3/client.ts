@@ -52,13 +52,18 @@ export interface UpstreamClientOptions {
 
 /**
  * A request body: already on disk (spool.ts), small in memory, or a stream
- * whose length and SHA-256 were declared up front (see `HoldBack`). A stream
- * can be sent once only.
+ * of known length sent upstream as it arrives (see `HoldBack`). A stream
+ * whose SHA-256 the client declared up front goes with that value as
+ * `x-amz-content-sha256`, so the upstream itself refuses other bytes; one
+ * whose SHA-256 is known only at its end goes as `UNSIGNED-PAYLOAD` (AWS S3,
+ * Ceph RGW and moto take it over plain HTTP too), and its `md5`, fed every
+ * byte that passes, lets the caller check the upstream's ETag against what
+ * was sent. A stream can be sent once only.
  */
 export type UpstreamBody =
   | { file: string; size: number; sha256: string }
   | { data: Buffer; sha256?: string }
-  | { stream: Readable; size: number; sha256: string };
+  | { stream: Readable; size: number; sha256?: string; md5?: Hash };
 
 export interface UpstreamRequest {
   method: 'GET' | 'HEAD' | 'PUT' | 'POST' | 'DELETE';
@@ -79,6 +84,7 @@ export interface UpstreamResponse {
 }
 
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
+const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
 /** node:crypto behind the Checksum interface @smithy/signature-v4 expects. */
 class NodeSha256 implements Checksum {
@@ -185,7 +191,8 @@ export class UpstreamClient {
       .map((k) => `${encodeRfc3986(k)}=${encodeRfc3986(query[k]!)}`)
       .join('&');
     const body = req.body;
-    const sha256 = body === undefined ? EMPTY_SHA256 : 'data' in body ? (body.sha256 ?? createHash('sha256').update(body.data).digest('hex')) : body.sha256;
+    // A stream whose SHA-256 is known only at its end is signed as UNSIGNED-PAYLOAD.
+    const sha256 = body === undefined ? EMPTY_SHA256 : 'data' in body ? (body.sha256 ?? createHash('sha256').update(body.data).digest('hex')) : (body.sha256 ?? UNSIGNED_PAYLOAD);
     const length = body === undefined ? 0 : 'data' in body ? body.data.length : body.size;
     const headers: Record<string, string> = {
       ...req.headers,
@@ -253,7 +260,7 @@ export class UpstreamClient {
       if (body === undefined) outgoing.end();
       else if ('data' in body) outgoing.end(body.data);
       else if ('stream' in body) {
-        streamed = new HoldBack(body.size);
+        streamed = new HoldBack(body.size, body.md5);
         const source = body.stream;
         source.once('error', (e) => fail(e));
         streamed.once('error', (e) => fail(e));
@@ -302,18 +309,25 @@ export class UpstreamClient {
  * request is destroyed with the last chunk still here. Also refuses to pass
  * more bytes than the Content-Length sent upstream (a keep-alive socket must
  * never carry a byte the upstream would read as the next request).
+ *
+ * `md5`, when given, is fed each chunk as it passes (the same Buffer, no
+ * copy): the MD5 of exactly the bytes sent, once the source ended.
  */
 export class HoldBack extends Transform {
   private held: Buffer | undefined;
   private seen = 0;
 
-  constructor(private readonly size: number) {
+  constructor(
+    private readonly size: number,
+    private readonly md5?: Hash,
+  ) {
     super();
   }
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.seen += chunk.length;
     if (this.seen > this.size) return callback(new S3Error('IncompleteBody', 'The body is longer than its declared length.'));
+    this.md5?.update(chunk);
     const previous = this.held;
     this.held = chunk;
     callback(null, previous);

@@ -4,7 +4,9 @@
  * The ETag casket shows is the SHA-256 of the content (or, for a multipart
  * object, the SHA-256 of the concatenated 32-byte part digests, `-N`). An
  * upstream has its own ETags (usually MD5-based), so casket keeps its ETag:
- *   1. with the object, as `x-amz-meta-casket-sha256` (single-part writes);
+ *   1. with the object, as `x-amz-meta-casket-sha256` (single-part writes
+ *      whose SHA-256 was known before the body: spooled, or declared by the
+ *      client; a body streamed upstream as it arrives has none, objects.ts);
  *   2. in the StateStore, keyed by (bucket, key, upstream ETag), so
  *      ListObjects can rewrite every ETag without a HEAD per key. The key
  *      includes the upstream's ETag, which changes whenever the object does,
@@ -17,6 +19,13 @@
  *      version, and then indexed. An upstream that ignores ?partNumber=
  *      (moto 5, measured) gives no part boundaries: such an object's ETag is
  *      then the SHA-256 of its whole content, without the `-N` suffix.
+ * What losing the index costs (a state store wiped, or its TTL or size cap
+ * reached): for each object that has no metadata — streamed PutObjects,
+ * multipart objects — one read of the whole object to hash it again, on its
+ * first HEAD, GET or listing by casket (a listing of many such objects is
+ * slow once), and the checksum a trailer carried (GetObject with
+ * x-amz-checksum-mode then answers none). Never a wrong ETag: every entry
+ * is keyed by the upstream's ETag of the version it describes.
  * Additional checksums (x-amz-checksum-*) are kept the same way, casket's own
  * rather than the upstream's (Ceph RGW 16 keeps none): with the object as
  * `x-amz-meta-casket-checksum` (single-part writes), and in the index under
@@ -168,6 +177,10 @@ export class ETagResolver {
       void this.remember(bucket, key, upstreamETag, meta, undefined, checksum && { checksum }).catch(() => {});
     } else {
       resolved = (await this.indexed(bucket, key, upstreamETag)) ?? (await this.compute(bucket, key, upstreamETag, size));
+      // A streamed PutObject carries a checksum sent as a header with the
+      // object, though not its SHA-256: it outlives a lost index entry.
+      const checksum = upstreamETag.includes('-') ? undefined : decodeChecksum(h[`x-amz-meta-${META_CHECKSUM}`]);
+      if (resolved.checksum === undefined && checksum) resolved = { ...resolved, checksum };
     }
     const writer = h[`x-amz-meta-${META_WRITER}`];
     const checksum = resolved.checksum;

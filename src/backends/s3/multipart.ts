@@ -7,6 +7,16 @@
  * part ETags shown to clients are MD5s. CompleteMultipartUpload commits
  * through commit.ts under its condition.
  *
+ * Why parts are not streamed upstream as PutObject bodies are (objects.ts):
+ * uploadPart is given no length, and the upstream needs its Content-Length
+ * before the first byte; and the per-part lock below (see "A part sent twice
+ * concurrently") is held across the upstream PUT, which for a streamed part
+ * would be across the client's upload, so a slow client would block a retry
+ * of its own part. Streaming parts needs the decoded length passed down
+ * (Backend.uploadPart), and, in place of the lock, digests recorded per part
+ * number AND MD5, with Complete taking the one whose MD5 is the part ETag the
+ * upstream lists (not possible where part ETags are not MD5s: SSE-KMS).
+ *
  * Checksums: the upload's algorithm and type are kept in the state store
  * (`<uploadId>#checksum`), each part's with its digests; the object's
  * checksum, made at completion (multipart-checksum.ts), is indexed with its

@@ -4,26 +4,34 @@
  *
  * - GetObject is one upstream GET: its headers give the ObjectInfo, its body
  *   is what open() hands over (readers.ts).
- * - PutObject bodies whose SHA-256 and length are declared up front stream
- *   straight through, sent with that SHA-256 so the upstream itself refuses
- *   bytes that do not match, the last chunk held back until casket's own
- *   checks passed (client.ts HoldBack). Other bodies are received first
- *   (spool.ts: ≤ 64 KiB in memory, else a file) until the payload ended clean
- *   and verified. Either way a client that disconnects or fails a check
- *   leaves nothing upstream.
+ * - PutObject bodies larger than 64 KiB whose length is known up front go
+ *   upstream as they arrive, the last chunk held back until the payload
+ *   ended clean — every signature, length and checksum checked (client.ts
+ *   HoldBack): a body that fails a check, or a client that disconnects,
+ *   leaves nothing upstream. A SHA-256 the client declared goes with the
+ *   body, so the upstream itself refuses other bytes, and with the object as
+ *   metadata; otherwise the body goes as UNSIGNED-PAYLOAD, and its SHA-256,
+ *   known at its end, goes to the ETag index only (putStreamed says what
+ *   that costs when the index is lost). Other bodies are received first
+ *   (spool.ts: ≤ 64 KiB in memory, else a file): no length up front
+ *   (Transfer-Encoding: chunked), a write whose condition casket checks
+ *   itself, a refused write's probe.
  * - Writes commit through commit.ts, atomically under their condition. A
  *   write whose condition casket checks itself (the upstream does not
  *   enforce it) is received first, then committed, so the key's lock is
- *   never held across a client's upload.
+ *   never held exclusively across a client's upload.
  *
  * Known gap: a streamed PutObject body can be sent once: when the upstream
  * refuses it and a fresh look says the write should be retried (the same
- * content under a new upstream ETag), the client gets 503 SlowDown and retries.
+ * content under a new upstream ETag), the client gets 503 SlowDown and
+ * retries. A streamed body's upstream request lives as long as the client's
+ * upload: a client silent for the upstream idle timeout (60 s) gets a 503.
  */
+import { createHash } from 'node:crypto';
 import { S3Error } from '../../vocabulary/errors.js';
 import { validateKey } from '../../vocabulary/names.js';
 import { encodeChecksum } from '../multipart-checksum.js';
-import type { ObjectChecksum, ObjectInfo, ObjectReader, PartChecksum, Payload, PutObjectOptions, WriteOptions } from '../types.js';
+import { ConditionFailed, type CommitCondition, type ObjectChecksum, type ObjectInfo, type ObjectReader, type PartChecksum, type Payload, type PutObjectOptions, type WriteOptions } from '../types.js';
 import { NOTHING_ENFORCED, unquote, type Capabilities } from './capabilities.js';
 import { errorFrom, readBytes, type UpstreamBody, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { REFUSED, refusedUpstream, type Committer } from './commit.js';
@@ -97,19 +105,16 @@ export class Objects {
     validateKey(key);
     const declared = options.declaredSha256?.toLowerCase();
     const length = options.contentLength;
-    // A write casket must check itself holds the key's lock exclusively
-    // (commit.ts): its body is received first, never streamed under the lock.
-    const streamable = declared !== undefined && /^[0-9a-f]{64}$/.test(declared) && length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT;
-    if (streamable && !(await this.committer.checksItself('PutObject', options.condition))) {
-      // The SHA-256 and length are known before the body: stream it straight
-      // through (client.ts HoldBack), once — a write refused upstream cannot be resent.
-      let sent = false;
-      const body = (): UpstreamBody => {
-        if (sent) throw new S3Error('SlowDown', 'The object changed upstream while the body was being sent; please retry.');
-        sent = true;
-        return { stream: payload.stream, size: length, sha256: declared };
-      };
-      return this.put(bucket, key, options, declared, length, body, options.declaredChecksum);
+    const known = declared !== undefined && /^[0-9a-f]{64}$/.test(declared);
+    // Streamed only when its length is known up front (the upstream needs a
+    // Content-Length) and it is large enough to be worth it. A write casket
+    // must check itself holds the key's lock exclusively (commit.ts): its body
+    // is received first, never streamed under the lock. So is a refused
+    // write's probe commit (nothing can hold): it needs the body's SHA-256
+    // for the 412, and no upstream request is ever made for it.
+    const large = length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT;
+    if (large && (known || !isProbe(options.condition)) && !(await this.committer.checksItself('PutObject', options.condition))) {
+      return known ? this.putDeclared(bucket, key, payload, options, declared, length) : this.putStreamed(bucket, key, payload, options, length);
     }
     const spooled = await this.spool.receive(payload);
     try {
@@ -117,32 +122,93 @@ export class Objects {
       const etag = sha256.toString('hex');
       const body: UpstreamBody = 'data' in spooled.body ? { data: spooled.body.data, sha256: etag } : { file: spooled.body.file, size, sha256: etag };
       const checksum = spooled.digest.checksum;
-      return await this.put(bucket, key, options, etag, size, () => body, checksum && { algorithm: checksum.algorithm, value: checksum.value.toString('base64') });
+      return await this.put(bucket, key, options, { etag, size, body: () => body, ...(checksum && { checksum: { algorithm: checksum.algorithm, value: checksum.value.toString('base64') } }) });
     } finally {
       await spooled.discard();
     }
   }
 
-  /** PutObject upstream of a body whose SHA-256 (`etag`) and size are known, through the commit loop. */
-  private put(bucket: string, key: string, options: PutObjectOptions, etag: string, size: number, body: () => UpstreamBody, sent?: PartChecksum): Promise<ObjectInfo> {
+  /**
+   * The SHA-256 and length are known before the body: it streams straight
+   * through (client.ts HoldBack), sent with that SHA-256 so the upstream
+   * refuses other bytes, and the ETag goes with the object as metadata.
+   */
+  private putDeclared(bucket: string, key: string, payload: Payload, options: PutObjectOptions, etag: string, size: number): Promise<ObjectInfo> {
+    const body = once((): UpstreamBody => ({ stream: payload.stream, size, sha256: etag }));
+    return this.put(bucket, key, options, { etag, size, body, ...(options.declaredChecksum && { checksum: options.declaredChecksum }) });
+  }
+
+  /**
+   * Only the length is known before the body (UNSIGNED-PAYLOAD, the
+   * STREAMING-* forms, trailers: what SDKs send most of the time): it goes
+   * upstream as it arrives, as UNSIGNED-PAYLOAD, hashed as it passes — the
+   * payload computes the SHA-256 (casket's ETag) and verifies every
+   * signature and checksum, HoldBack the MD5 of exactly what was sent and
+   * holds the last chunk until the payload ended clean. The SHA-256 is known
+   * only after the body, too late for metadata: it is kept in the ETag index
+   * (etags.ts), with the checksum a trailer carried. Should the index lose
+   * the entry, the object's ETag is computed again on its next read (a
+   * rehash, as for objects written around casket), and a trailer's checksum
+   * is gone; a checksum sent as a header still goes with the object.
+   */
+  private async putStreamed(bucket: string, key: string, payload: Payload, options: PutObjectOptions, size: number): Promise<ObjectInfo> {
+    const md5 = createHash('md5');
+    const body = once((): UpstreamBody => ({ stream: payload.stream, size, md5 }));
+    // Valid once the upstream accepted the body: it got the last chunk only after the payload ended clean.
+    let sent: Sent | undefined;
+    const received = (): Sent => {
+      if (sent) return sent;
+      const digest = payload.digest();
+      const checksum = digest.checksum && { algorithm: digest.checksum.algorithm, value: digest.checksum.value.toString('base64') };
+      return (sent = { etag: digest.sha256.toString('hex'), md5: md5.digest('hex'), ...(checksum && { checksum }) });
+    };
+    try {
+      return await this.put(bucket, key, options, { size, body, received, ...(options.declaredChecksum && { checksum: options.declaredChecksum }) });
+    } catch (e) {
+      // Refused after the whole body was sent: the 412 can still say what it would have made (s3/write.ts "identical").
+      if (e instanceof ConditionFailed && e.attemptedETag === undefined && payload.stream.readableEnded) {
+        const attempted = attemptedOf(received);
+        if (attempted !== undefined) throw new ConditionFailed(e.current, attempted);
+      }
+      throw e;
+    }
+  }
+
+  /** PutObject upstream through the commit loop. */
+  private put(bucket: string, key: string, options: PutObjectOptions, out: Outgoing): Promise<ObjectInfo> {
     // A single PUT's checksum is of the whole object (S3: PutObject is always FULL_OBJECT).
-    const checksum: ObjectChecksum | undefined = sent && { algorithm: sent.algorithm, type: 'FULL_OBJECT', value: sent.value };
+    const full = (sent: PartChecksum | undefined): ObjectChecksum | undefined => sent && { algorithm: sent.algorithm, type: 'FULL_OBJECT', value: sent.value };
+    const before = full(out.checksum);
     const headers: Record<string, string> = {
       ...upstreamObjectHeaders(options.headers, options.metadata),
-      [`x-amz-meta-${META_SHA256}`]: etag,
+      ...(out.etag !== undefined && { [`x-amz-meta-${META_SHA256}`]: out.etag }),
       ...(options.writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: options.writer }),
-      ...(checksum && { [`x-amz-meta-${META_CHECKSUM}`]: encodeChecksum(checksum) }),
+      ...(before && { [`x-amz-meta-${META_CHECKSUM}`]: encodeChecksum(before) }),
     };
-    return this.committer.run(bucket, key, 'PutObject', options, etag, async (condition) => {
-      const req: UpstreamRequest = { method: 'PUT', bucket, key, headers: { ...headers, ...condition }, body: body() };
+    return this.committer.run(bucket, key, 'PutObject', options, out.etag ?? null, async (condition) => {
+      const req: UpstreamRequest = { method: 'PUT', bucket, key, headers: { ...headers, ...condition }, body: out.body() };
       const res = await this.client.send(req);
       if (await refusedUpstream(res, req)) return REFUSED;
       const upstreamETag = unquote(res.headers.etag ?? '');
+      let etag = out.etag;
+      let checksum = before;
+      if (out.received) {
+        const sent = out.received();
+        // A plain upstream ETag is the MD5 of what it stored: anything else
+        // than what was sent must not be shown under this SHA-256. (Not
+        // checked where the upstream's ETag is no MD5: SSE-KMS, SSE-C.)
+        if (/^[0-9a-f]{32}$/i.test(upstreamETag) && upstreamETag.toLowerCase() !== sent.md5) {
+          this.versions.unseen(bucket, key);
+          throw new S3Error('InternalError', `The upstream stored other bytes than casket sent (ETag ${upstreamETag}, sent MD5 ${sent.md5}); its ETag will be computed from what it holds.`);
+        }
+        etag = sent.etag;
+        checksum = full(sent.checksum) ?? before;
+      }
       const info: ObjectInfo = {
         bucket,
         key,
-        etag,
-        size,
+        etag: etag!,
+        size: out.size,
         lastModified: res.headers.date ? new Date(res.headers.date) : new Date(),
         headers: options.headers,
         metadata: withoutCasketMeta(options.metadata),
@@ -151,9 +217,10 @@ export class Objects {
       };
       if (upstreamETag !== '') {
         // Committed upstream: a state store that fails now costs the index
-        // entry (re-derived from the object's SHA-256 metadata on its next
-        // read), never the answer — a 503 here would say "nothing written".
-        await this.etags.remember(bucket, key, upstreamETag, etag, undefined, checksum && { checksum }).catch(() => {});
+        // entry (re-derived on the object's next read: from its SHA-256
+        // metadata, or by hashing a streamed one), never the answer — a 503
+        // here would say "nothing written".
+        await this.etags.remember(bucket, key, upstreamETag, etag!, undefined, checksum && { checksum }).catch(() => {});
         this.versions.seen(bucket, key, { info, upstreamETag });
       } else this.versions.unseen(bucket, key);
       return info;
@@ -169,5 +236,51 @@ export class Objects {
       this.versions.unseen(bucket, key);
       return current?.info ?? null;
     }, true);
+  }
+}
+
+/** What a PutObject sends upstream. */
+interface Outgoing {
+  /** casket's ETag when known before the body: it goes with the object as metadata. */
+  etag?: string;
+  size: number;
+  body(): UpstreamBody;
+  /** The checksum known before the body (a header): it goes with the object as metadata. */
+  checksum?: PartChecksum;
+  /** A streamed body's digests, read once the upstream accepted it. */
+  received?(): Sent;
+}
+
+/** The digests of a body streamed upstream, known after its end. */
+interface Sent {
+  etag: string;
+  md5: string;
+  checksum?: PartChecksum;
+}
+
+/**
+ * A streamed body can be sent once: a second send (the commit loop retrying
+ * after the upstream refused it) is 503 SlowDown, which clients retry whole.
+ */
+function once(body: () => UpstreamBody): () => UpstreamBody {
+  let sent = false;
+  return () => {
+    if (sent) throw new S3Error('SlowDown', 'The object changed upstream while the body was being sent; please retry.');
+    sent = true;
+    return body();
+  };
+}
+
+/** A refused write's probe commit (s3/write.ts NOTHING_HOLDS): a condition no version can satisfy. */
+function isProbe(condition: CommitCondition): boolean {
+  return condition.type === 'if-match' && Array.isArray(condition.etags) && condition.etags.length === 0;
+}
+
+/** The SHA-256 of a body that ended clean, else undefined. */
+function attemptedOf(received: () => Sent): string | undefined {
+  try {
+    return received().etag;
+  } catch {
+    return undefined;
   }
 }

@@ -1,13 +1,13 @@
 /**
- * Receiving a verified request body before it goes upstream, for bodies whose
- * SHA-256 is known only at their end (UNSIGNED-PAYLOAD, the STREAMING-*
- * forms, trailers). Why: casket sends upstreams plain bodies with
- * Content-Length and a literal `x-amz-content-sha256` (Ceph RGW 16 rejects
- * aws-chunked with trailers, measured). Receiving first also means a client
- * that disconnects mid-upload, or whose body fails a signature/checksum
- * check, causes no upstream request at all: nothing is left behind upstream.
- * (A body whose SHA-256 was declared up front skips this: it streams straight
- * through, see client.ts HoldBack.)
+ * Receiving a verified request body whole before it goes upstream, for the
+ * bodies that cannot stream (objects.ts says which: no length known up
+ * front, a write whose condition casket checks itself, a refused write's
+ * probe; multipart.ts: every UploadPart). Why: casket sends upstreams plain
+ * bodies with Content-Length (never aws-chunked: Ceph RGW 16 rejects it with
+ * trailers, measured), and a write casket checks itself holds the key's lock
+ * exclusively, never across a client's upload. Receiving first also means a
+ * client that disconnects mid-upload, or whose body fails a
+ * signature/checksum check, causes no upstream request at all.
  *
  * Small bodies (≤ `inlineLimit`, 64 KiB) stay in memory, as on the embedded
  * store; larger ones go to a file under the data dir through stream.pipeline
