@@ -2,7 +2,9 @@
  * S3 conditional writes (DESIGN §3) through casket, by a person (admin key,
  * no agent): If-Match / If-None-Match on PutObject, CopyObject,
  * CompleteMultipartUpload, DeleteObject; 412 with the current ETag; identical bytes
- * still refused; and the race: 16 writers, one ETag, exactly one winner.
+ * still refused; and the races: 16 writers, one ETag, exactly one winner; 16
+ * agents (bound keys) creating one key with the same bytes, and 8 identical
+ * If-Match writes by a person: one 200, every other a 412 naming the winner.
  */
 import {
   CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand,
@@ -14,10 +16,13 @@ import { describe, expect, it } from 'vitest';
 import { casketWithBucket, etagOf } from '../helpers/suite.js';
 import { failure } from '../helpers/clients.js';
 import { errorCode, raw, xmlField } from '../helpers/raw.js';
+import { introspect } from '../helpers/agents.js';
 
 const quoted = etagOf;
 
-const t = casketWithBucket('cond');
+/** Agents with a bound key each, for the create-only race. */
+const RACERS = Array.from({ length: 16 }, (_, i) => `racer-${i}`);
+const t = casketWithBucket('cond', { agents: RACERS });
 const bucket = t.bucket;
 
 describe('PutObject conditions', () => {
@@ -137,5 +142,51 @@ describe('the race', () => {
       }
       current = winner;
     }
+  });
+
+  it('16 agents (bound keys) race If-None-Match: * with the same bytes on a new key: one 200, fifteen 412 naming that agent', async () => {
+    const key = 'created-once';
+    const body = 'the same content from every agent';
+    const results = await Promise.all(
+      RACERS.map((name) => raw(t.casket.url, t.casket.agents[name]!, { method: 'PUT', path: `/${bucket}/${key}`, headers: { 'if-none-match': '*' }, body })),
+    );
+    const won = RACERS.filter((_, i) => results[i]!.status === 200);
+    expect(won, 'the agents that got 200').toHaveLength(1);
+    const winner = won[0]!;
+    expect(results[RACERS.indexOf(winner)]!.headers.etag).toBe(quoted(body));
+    for (const [i, r] of results.entries()) {
+      if (RACERS[i] === winner) continue;
+      // Identical bytes are no reason to succeed: each loser is told the key exists, and who made it.
+      expect([RACERS[i], r.status, errorCode(r.body)]).toEqual([RACERS[i], 412, 'PreconditionFailed']);
+      expect(xmlField(r.body, 'Condition'), RACERS[i]).toBe('If-None-Match');
+      expect(r.headers.etag, RACERS[i]).toBe(quoted(body));
+      expect(r.headers['x-casket-writer'], RACERS[i]).toBe(winner);
+    }
+    // One write happened, by the winner.
+    const log = await introspect(t.casket.url, t.casket.admin, `/_casket/writes?bucket=${bucket}&key=${key}`);
+    expect(log.status).toBe(200);
+    expect(log.body.writes.map((w: { agent?: string; newETag?: string }) => [w.agent, w.newETag])).toEqual([[winner, quoted(body)]]);
+    const head = await raw(t.casket.url, t.casket.admin, { method: 'HEAD', path: `/${bucket}/${key}` });
+    expect([head.status, head.headers.etag, head.headers['x-casket-writer']]).toEqual([200, quoted(body), winner]);
+  });
+
+  it("8 identical If-Match: <E0> writes by a person's key: one 200, seven 412 naming the version it made", async () => {
+    const key = 'same-eight';
+    const e0 = (await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: '10' }))).ETag!;
+    // The counter case eight times over: all read "10", all write "11".
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/${key}`, headers: { 'if-match': e0 }, body: '11' })),
+    );
+    expect(results.map((r) => r.status).sort()).toEqual([200, 412, 412, 412, 412, 412, 412, 412]);
+    expect(results.find((r) => r.status === 200)!.headers.etag).toBe(quoted('11'));
+    for (const [i, r] of results.entries()) {
+      if (r.status === 200) continue;
+      expect([i, errorCode(r.body), r.headers.etag, xmlField(r.body, 'CurrentETag')]).toEqual([i, 'PreconditionFailed', quoted('11'), quoted('11')]);
+      expect(r.headers['x-casket-identical-content'], `writer ${i}`).toBe('true');
+    }
+    // One increment, not eight: the write log has E0 and the one write made on it.
+    const log = await introspect(t.casket.url, t.casket.admin, `/_casket/writes?bucket=${bucket}&key=${key}`);
+    expect(log.body.writes.map((w: { previousETag?: string; newETag?: string }) => w.newETag)).toEqual([quoted('11'), e0]);
+    expect(log.body.writes[0]).toMatchObject({ previousETag: e0 });
   });
 });

@@ -176,8 +176,10 @@ describe('a key limited to its prefix', () => {
   });
 
   it('lists its prefix only, and sees only the buckets it may touch', async () => {
+    await put(alice, 'agents/alice/listed.txt', 'listed');
     const mine = await alice.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'agents/alice/' }));
-    expect(mine.Contents?.map((o) => o.Key)).toContain('agents/alice/src.txt');
+    expect(mine.Contents?.map((o) => o.Key)).toContain('agents/alice/listed.txt');
+    expect(mine.Contents?.every((o) => o.Key!.startsWith('agents/alice/'))).toBe(true);
     await denied(alice.send(new ListObjectsV2Command({ Bucket: bucket })));
     await denied(alice.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'agents/' })));
     await denied(alice.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'agents/bob/' })));

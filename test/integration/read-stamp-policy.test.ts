@@ -140,24 +140,44 @@ describe.runIf(haveTools)('read-stamp policy with unmodified tools', () => {
     expect(Number((await bytes(final.Body)).toString().split(' ')[0])).toBe(successes);
   });
 
-  it('two free-running read-modify-write loops, s3cmd and rclone, 20 rounds each: the counter equals the writes that succeeded', { timeout: 300_000 }, async () => {
+  it('two read-modify-write loops, s3cmd and rclone, 20 rounds each, free-running after a first round started together: the counter equals the writes that succeeded, and some were refused', { timeout: 300_000 }, async () => {
     await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'race', Body: '0' }));
+    // The first round starts together — both loops read before either writes —
+    // so one write is refused whatever the timing; the rest run free.
+    let readFirst = 0;
+    let bothReadFirst!: () => void;
+    const firstReads = new Promise<void>((resolve) => (bothReadFirst = resolve));
     const loop = async (tool: 's3cmd' | 'rclone', cred: Cred) => {
       let won = 0;
+      let refused = 0;
       for (let round = 0; round < 20; round++) {
         const got = tool === 's3cmd' ? await s3cmdAsync(cred, ['get', `s3://${bucket}/race`, '-']) : await rcloneAsync(cred, ['cat', `ck:${bucket}/race`]);
         expect(got.status, `${tool} read: ${got.stderr}`).toBe(0);
+        if (round === 0) {
+          if (++readFirst === 2) bothReadFirst();
+          await firstReads;
+        }
         const next = String(Number(got.stdout.trim()) + 1);
         const put = tool === 's3cmd' ? await s3cmdAsync(cred, ['put', '-', `s3://${bucket}/race`], next) : await rcloneAsync(cred, ['rcat', `ck:${bucket}/race`], next);
         // A lost race is the tool's own precondition error (CLIENTS.md), nothing else.
         expect([0, tool === 's3cmd' ? 14 : 1], `${tool} write: ${put.stderr}`).toContain(put.status);
         if (put.status === 0) won++;
+        else refused++;
       }
-      return won;
+      return { won, refused };
     };
-    const wins = await Promise.all([loop('s3cmd', casket.agents['s3cmd-agent']!), loop('rclone', casket.agents['rclone-agent']!)]);
+    const [a, b] = await Promise.all([loop('s3cmd', casket.agents['s3cmd-agent']!), loop('rclone', casket.agents['rclone-agent']!)]);
     const final = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: 'race' }));
-    expect(Number((await bytes(final.Body)).toString())).toBe(wins[0]! + wins[1]!);
+    expect(Number((await bytes(final.Body)).toString())).toBe(a.won + b.won);
+    // Round 0 made a refusal certain. And every refusal of one loop is a write
+    // of the other that landed between its read and its write — a different
+    // one per round — so refusals never outnumber wins: of the 40 writes, at
+    // least 20 succeeded (none, or a refusal with no write to explain it, is a
+    // casket that refuses what it should let through).
+    expect(a.refused + b.refused, 'refusals').toBeGreaterThan(0);
+    expect(a.won + b.won, `wins (s3cmd ${a.won}, rclone ${b.won})`).toBeGreaterThanOrEqual(20);
+    expect(a.refused, 's3cmd refusals ≤ rclone wins').toBeLessThanOrEqual(b.won);
+    expect(b.refused, 'rclone refusals ≤ s3cmd wins').toBeLessThanOrEqual(a.won);
   });
 
   it('an agent that never read an existing key cannot overwrite it', async () => {

@@ -15,7 +15,7 @@
  * upstream (moto the test starts, or CASKET_TEST_UPSTREAM's), each agent
  * reading through one casket and writing through another; and the same with
  * Redis killed and restarted mid-run (agent writes during the outage must
- * answer 503 within 5 s and never be acknowledged).
+ * answer 503 within 10 s — the slowest is printed — and never be acknowledged).
  *
  * CASKET_LINEARIZABILITY_ATTEMPTS sets the conditional writes per
  * configuration (default 1,000; CI runs 10,000). Figures are printed.
@@ -222,7 +222,7 @@ describe.runIf(haveRedis)('three caskets sharing Redis in front of one upstream'
     await runCounter(`three caskets + Redis + ${upstream.kind}, read-stamp`, crossWriters(caskets, 'agent', false), clients(caskets[0]!, caskets[0]!.admin));
   });
 
-  it('Redis killed mid-run: agent writes answer 503 within 5 s, none is acknowledged while it is down, and the chain holds after it returns', { timeout: RUN_TIMEOUT }, async () => {
+  it('Redis killed mid-run: agent writes answer 503 within 10 s, none is acknowledged while it is down, and the chain holds after it returns', { timeout: RUN_TIMEOUT }, async () => {
     const { redis, caskets, upstream } = await setup();
     const outage: Outage = {
       at: Math.floor(ATTEMPTS / 3),
@@ -240,7 +240,8 @@ describe.runIf(haveRedis)('three caskets sharing Redis in front of one upstream'
     const { figures, acks, window } = await runCounter(`three caskets + Redis + ${upstream.kind}, Redis killed mid-run`, crossWriters(caskets), clients(caskets[0]!, caskets[0]!.admin), outage);
     expect(window).toBeDefined();
     expect(figures.unavailable).toBeGreaterThan(0);
-    expect(figures.slowest503).toBeLessThan(5000);
+    // No wall-clock bound under 10 s in tests (README, Tests); the measured slowest is in the printed figures.
+    expect(figures.slowest503).toBeLessThan(10_000);
     // Sent after Redis was gone and answered before it was back: nothing of that was written.
     expect(acks.filter((a) => a.sent > window!.down && a.answered < window!.up)).toEqual([]);
     // And writes work again without restarting a casket.

@@ -2,9 +2,9 @@
  * A state store that cannot answer (src/state/unavailable.ts): every call
  * fails as 503 ServiceUnavailable with Retry-After, never as an InternalError,
  * and the guard refuses an agent's write with it before anything reaches a
- * backend. Redis stopped under a running casket is driven end to end in
- * test/integration/state-outage.test.ts; here, a SQLite store that fails
- * (its database gone from under it) and a Redis that is not there.
+ * backend. Here, with a SQLite store that fails (its database closed from
+ * under it); Redis stopped under a running casket is driven end to end in
+ * test/integration/state-outage.test.ts.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';

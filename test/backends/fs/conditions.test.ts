@@ -1,8 +1,12 @@
 /**
  * CommitCondition at commit time, as a truth table over the state of the key
- * (absent / current ETag listed / not listed) for PutObject and DeleteObject,
- * with and without sameContentWins, plus the race DESIGN §3 promises:
- * concurrent writes conditioned on the same ETag, exactly one wins.
+ * (absent / current ETag listed / not listed) for PutObject and DeleteObject
+ * and for conditionHolds itself (with its size / last-modified conditions); a
+ * failed condition fails even when the write carries the current version's
+ * own bytes (DESIGN §3), a refused body is discarded, and a conditional delete
+ * of a key already gone fails. Plus the races DESIGN §3 promises: 16 concurrent puts conditioned
+ * on the same ETag, or create-only, with distinct or identical bytes — exactly
+ * one wins, every other is refused naming it.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { conditionHolds } from '../../../src/backends/commit-condition.js';

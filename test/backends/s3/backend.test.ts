@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createPayload } from '../../../src/auth/payload.js';
 import { forwardUpstream, probeCapabilities, type S3BackendOptions } from '../../../src/backends/s3/index.js';
 import { UpstreamClient } from '../../../src/backends/s3/client.js';
-import { ConditionFailed, type Payload } from '../../../src/backends/types.js';
+import { ConditionFailed, type CommitCondition, type Payload } from '../../../src/backends/types.js';
 import { S3Error } from '../../../src/vocabulary/errors.js';
 import { bytes, dyingSource, upstreamSuite } from './upstream-suite.js';
 
@@ -133,18 +133,21 @@ describe('multipart through casket', () => {
 
 describe('atomicity', () => {
   it.each([
-    { label: 'distinct bytes', body: (i: number) => `w${i}` },
+    { label: 'If-Match, distinct bytes', bucket: 'race', createOnly: false, body: (i: number) => `w${i}` },
     // The counter case: 16 agents read "10", all write "11".
-    { label: 'identical bytes', body: () => '11' },
-  ])('16 concurrent If-Match PutObject on one backend: exactly one wins, every loser refused naming it ($label)', async ({ label, body }) => {
+    { label: 'If-Match, identical bytes', bucket: 'race-same', createOnly: false, body: () => '11' },
+    // 16 agents create the same file with the same content: one creates it, the others are told it exists.
+    { label: 'If-None-Match: *, identical bytes', bucket: 'race-create', createOnly: true, body: () => 'the same body' },
+  ])('16 concurrent conditional PutObject on one backend: exactly one wins, every loser refused naming it ($label)', async ({ bucket, createOnly, body }) => {
     const b = backend();
-    const bucket = label === 'distinct bytes' ? 'race' : 'race-same';
     await b.createBucket(bucket);
-    const v0 = await b.putObject(bucket, 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+    let condition: CommitCondition = { type: 'if-none-match' };
+    if (!createOnly) {
+      const v0 = await b.putObject(bucket, 'k', payload('v0'), { condition: { type: 'none' }, headers: {}, metadata: {} });
+      condition = { type: 'if-match', etags: [v0.etag] };
+    }
     const bodies = Array.from({ length: 16 }, (_, i) => body(i));
-    const results = await Promise.allSettled(
-      bodies.map((data) => b.putObject(bucket, 'k', payload(data), { condition: { type: 'if-match', etags: [v0.etag] }, headers: {}, metadata: {} })),
-    );
+    const results = await Promise.allSettled(bodies.map((data) => b.putObject(bucket, 'k', payload(data), { condition, headers: {}, metadata: {} })));
     const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [{ info: r.value, body: bodies[i]! }] : []));
     expect(won).toHaveLength(1);
     const winner = won[0]!;
@@ -177,7 +180,21 @@ describe('atomicity', () => {
       }),
     );
     const results = await Promise.allSettled(uploads.map((u) => b.completeMultipartUpload('race-mpu', 'k', u.id, [{ partNumber: 1, etag: u.etag }], { condition: { type: 'if-match', etags: [v0.etag] } })));
-    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const won = results.flatMap((r, i) => (r.status === 'fulfilled' ? [{ info: r.value, index: i }] : []));
+    expect(won).toHaveLength(1);
+    const winner = won[0]!;
+    // The composite ETag of the winner's one part: what it completed is what it got.
+    expect(winner.info.etag).toBe(`${sha(createHash('sha256').update(`part ${winner.index}`).digest())}-1`);
+    // Every loser: a failed condition naming the winner as the current version.
+    for (const [i, r] of results.entries()) {
+      if (r.status === 'fulfilled') continue;
+      expect(r.reason, `upload ${i}`).toBeInstanceOf(ConditionFailed);
+      expect((r.reason as ConditionFailed).current?.etag, `upload ${i}: the current version it names`).toBe(winner.info.etag);
+    }
+    // The object is the winner's: its version, and its bytes.
+    expect(await b.headObject('race-mpu', 'k')).toEqual(winner.info);
+    const reader = await b.getObject('race-mpu', 'k');
+    expect((await bytes(reader!.open())).toString()).toBe(`part ${winner.index}`);
   });
 
   it('with replicas, a condition the upstream does not enforce is refused with 501, never checked-then-written', async () => {
