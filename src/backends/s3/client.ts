@@ -3,17 +3,19 @@
  * time, over a keep-alive pool, with the habits undici's README asks of every
  * HTTP client ("always consume or cancel the response body").
  *
- * - Signing: AWS Signature V4 with @smithy/signature-v4 and the upstream's
- *   credentials (never those casket issues to its clients). Path-style
- *   addressing; the key is percent-encoded once (RFC 3986 unreserved kept) and
- *   signed as is (`uriEscapePath: false`, the S3 rule of
+ * - Signing: AWS Signature V4 (signer.ts, held to @smithy/signature-v4 by
+ *   its test) with the upstream's credentials (never those casket issues to
+ *   its clients). Path-style addressing; the key is percent-encoded once
+ *   (RFC 3986 unreserved kept) and signed as is (the S3 rule of
  *   https://docs.aws.amazon.com/IAM/latest/UserGuide/create-signed-request.html).
- * - Bodies go up PLAIN: `Content-Length` and a literal `x-amz-content-sha256`,
- *   never aws-chunked — Ceph RGW 16 rejects the STREAMING-*-TRAILER form
- *   (measured). The body is a spooled file or buffer whose SHA-256 is already
- *   known, or a stream whose SHA-256 the client declared: the upstream itself
- *   refuses bytes that do not match it, and `HoldBack` keeps the last chunk
- *   until casket's own checks passed.
+ * - Bodies go up PLAIN with `Content-Length`, never aws-chunked — Ceph RGW 16
+ *   rejects the STREAMING-*-TRAILER form (measured). A spooled file or buffer,
+ *   or a stream whose SHA-256 the client declared, goes with that literal
+ *   `x-amz-content-sha256`, so the upstream itself refuses bytes that do not
+ *   match it; a stream whose SHA-256 is known only at its end goes as
+ *   `UNSIGNED-PAYLOAD` (objects.ts checks the upstream's MD5 ETag after).
+ *   Either way `HoldBack` keeps the last chunk until casket's own checks
+ *   passed.
  * - Only headers casket chose are sent: nothing hop-by-hop, no `Expect`.
  * - Timeouts: connecting (`connectTimeoutMs`) and idle sockets
  *   (`idleTimeoutMs`, while waiting for a response or between body bytes), so
@@ -26,15 +28,14 @@
  *   casket's own signature → InternalError (the client did nothing wrong).
  *   Error responses per https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html.
  */
-import { SignatureV4 } from '@smithy/signature-v4';
-import type { Checksum, SourceData } from '@smithy/types';
 import { XMLParser } from 'fast-xml-parser';
-import { createHash, createHmac, type Hash, type Hmac } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type ClientRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../vocabulary/errors.js';
+import { UpstreamSigner } from './signer.js';
 
 export interface UpstreamClientOptions {
   /** e.g. http://127.0.0.1:9000 (a path prefix is kept: http://host/prefix). */
@@ -86,32 +87,6 @@ export interface UpstreamResponse {
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
-/** node:crypto behind the Checksum interface @smithy/signature-v4 expects. */
-class NodeSha256 implements Checksum {
-  private hash: Hash | Hmac;
-  constructor(private readonly secret?: SourceData) {
-    this.hash = this.fresh();
-  }
-  private fresh(): Hash | Hmac {
-    return this.secret === undefined ? createHash('sha256') : createHmac('sha256', toBuffer(this.secret));
-  }
-  update(data: Uint8Array): void {
-    this.hash.update(data);
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.hash.digest());
-  }
-  reset(): void {
-    this.hash = this.fresh();
-  }
-}
-
-function toBuffer(data: SourceData): Buffer {
-  if (typeof data === 'string') return Buffer.from(data, 'utf8');
-  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  return Buffer.from(data as ArrayBuffer);
-}
-
 /** RFC 3986 percent-encoding of everything but the unreserved characters. */
 export function encodeRfc3986(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
@@ -152,21 +127,14 @@ const CASKET_FAULT = new Set(['SignatureDoesNotMatch', 'InvalidAccessKeyId', 'Au
 
 export class UpstreamClient {
   private readonly base: URL;
-  private readonly signer: SignatureV4;
+  private readonly signer: UpstreamSigner;
   private readonly agent: HttpAgent | HttpsAgent;
   private readonly connectTimeoutMs: number;
   private readonly idleTimeoutMs: number;
 
   constructor(private readonly options: UpstreamClientOptions) {
     this.base = new URL(options.url);
-    this.signer = new SignatureV4({
-      credentials: { accessKeyId: options.accessKey, secretAccessKey: options.secretKey },
-      region: options.region,
-      service: 's3',
-      sha256: NodeSha256,
-      uriEscapePath: false,
-      applyChecksum: false,
-    });
+    this.signer = new UpstreamSigner({ accessKeyId: options.accessKey, secretAccessKey: options.secretKey }, options.region);
     const agentOptions = { keepAlive: true, maxSockets: options.maxSockets ?? 256, maxFreeSockets: 64, scheduling: 'lifo' as const };
     this.agent = this.base.protocol === 'https:' ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5_000;
@@ -200,15 +168,7 @@ export class UpstreamClient {
       'x-amz-content-sha256': sha256,
     };
     if (body !== undefined || req.method === 'PUT' || req.method === 'POST') headers['content-length'] = String(length);
-    const signed = await this.signer.sign({
-      method: req.method,
-      protocol: this.base.protocol,
-      hostname: this.base.hostname,
-      ...(this.base.port !== '' && { port: Number(this.base.port) }),
-      path,
-      query,
-      headers,
-    });
+    const signedHeaders = this.signer.sign(req.method, path, queryString, headers);
     const started = process.hrtime.bigint();
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
       const doRequest = this.base.protocol === 'https:' ? httpsRequest : httpRequest;
@@ -218,7 +178,7 @@ export class UpstreamClient {
         port: this.base.port,
         method: req.method,
         path: queryString === '' ? path : `${path}?${queryString}`,
-        headers: signed.headers,
+        headers: signedHeaders,
         agent: this.agent,
       });
       let settled = false;
