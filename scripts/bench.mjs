@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 /**
- * What casket costs, against the direct path, in one run (issue 6).
+ * What casket costs, against the direct path, in one run (issues 6 and 11).
  *
  *   npm run bench -- [options]          (builds, then runs this file)
- *   node scripts/bench.mjs --quick      (about 3 minutes)
+ *   node scripts/bench.mjs --quick      (about 4 minutes on 2 cores, with RGW)
  *
  * Method. Every figure is measured beside a baseline in the same run, the two
  * alternating (A B, B A, A B, ...) so drift (page cache, CPU frequency,
@@ -14,9 +14,14 @@
  * - embedded store: the raw cost of the disk — write + fsync + rename of the
  *   same bytes in a directory next to casket's data dir (GET: read the file
  *   back) — and SHA-256 of the same bytes on this CPU (one core);
- * - upstream (moto, and Ceph RGW with --rgw): the upstream direct, and nginx
- *   as a plain streaming reverse proxy to the same upstream (the floor any
- *   proxy pays); casket → upstream is compared with both.
+ * - upstream (moto, and Ceph RGW: --rgw, CASKET_BENCH_RGW_URL, or found
+ *   answering on 127.0.0.1:18080): the upstream direct, and nginx as a plain
+ *   streaming reverse proxy to the same upstream (the floor any proxy pays);
+ *   casket → upstream is compared with both, side by side (issue 11).
+ * PutObject bodies go in the forms clients send (payload.mjs): signed hex,
+ * UNSIGNED-PAYLOAD, and the SDK's aws-chunked with a CRC32 trailer; every
+ * form is sent to the baselines too, unless the upstream refuses it (said in
+ * the output; the baselines then send the nearest form it accepts).
  * The load generator signs its own requests (signer.mjs: a SigV4 signer
  * checked against @smithy/signature-v4 at start, signing key cached per day),
  * uses one keep-alive socket per worker, sends pre-hashed bodies from a pool,
@@ -39,6 +44,7 @@ import { performance } from 'node:perf_hooks';
 import { S3Client, errorCode } from './bench/client.mjs';
 import { checkFastSigner, sha256hex } from './bench/signer.mjs';
 import { cpuMs, memory, NotAvailable, resetPeak, startCasket, startMoto, startNginx, stop, stopAll, trackDir } from './bench/processes.mjs';
+import { checkPayloadModes, encodePayload, PAYLOAD_MODES } from './bench/payload.mjs';
 import { fmt, median, parseSize, pct, percentile, sizeName, table } from './bench/stats.mjs';
 import { formatSummary, summarise } from './cpuprofile-summary.mjs';
 
@@ -47,6 +53,11 @@ let CLI = join(ROOT, 'dist', 'cli.js');
 const BUCKET = 'bench';
 const MiB = 1024 * 1024;
 const MOTO_CRED = { accessKeyId: 'benchmoto', secretAccessKey: 'benchmotosecret' };
+// Where ../shared/upstreams/ceph-rgw-up.sh puts RGW by default, with its default keys.
+const RGW_PROBE_URL = 'http://127.0.0.1:18080';
+const RGW_DEFAULT_CRED = { accessKeyId: 'test', secretAccessKey: 'test' };
+// The concurrency issue 11's goals are stated at.
+const GOAL_CONC = 8;
 
 // ---------------------------------------------------------------- options
 
@@ -54,23 +65,39 @@ const HELP = `usage: node scripts/bench.mjs [options]
 
   --duration S          seconds per measured run (default 3; --quick 1)
   --runs N              runs per cell, alternating with the baseline (default 3, min 3)
-  --quick               duration 1, concurrency 1,8, big object 64 MiB
+  --quick               duration 1, concurrency 1,8, big object 64 MiB, PutObject payload
+                        forms other than signed only at c=8, no moto when RGW is found
   --phases LIST         put,get,cond,contended,big[,profile] (default all but profile)
   --targets LIST        embedded,upstream (default both)
   --sizes LIST          object sizes for put/get (default 4k,8m)
+  --payloads LIST       PutObject body forms: signed,unsigned,chunked-crc32 (default: all three
+                        for upstream cells of 1 MiB and more, signed otherwise and on the
+                        embedded store); given explicitly, every PUT cell runs each.
+                        signed = hex SHA-256; unsigned = UNSIGNED-PAYLOAD + Content-Length;
+                        chunked-crc32 = STREAMING-UNSIGNED-PAYLOAD-TRAILER, aws-chunked in
+                        64 KiB chunks with an x-amz-checksum-crc32 trailer, sent with
+                        Transfer-Encoding: chunked and no Content-Length (as SDK v3 does)
   --concurrency LIST    (default 1,8,32)
   --agents N            agents in the contended phase (default 4)
   --credentials FILE    casket credentials JSON {"credentials":[{accessKey,secretKey,agent?}]};
                         entries with an agent are the contended phase's agents
                         (default: generated, --agents of them)
-  --big-size SIZE       the big object (default 1g)
+  --big-size SIZE       the big object (default 1g), through casket on the embedded store and
+                        through casket → RGW (when RGW is found)
   --no-moto             do not start moto
-  --rgw URL             also benchmark against Ceph RGW at URL (with --rgw-access-key/--rgw-secret-key)
+  --moto                start moto even under --quick with RGW found
+  --rgw URL             also benchmark against Ceph RGW at URL (with --rgw-access-key/--rgw-secret-key,
+                        or RGW_ACCESS_KEY/RGW_SECRET_KEY). Without --rgw: CASKET_BENCH_RGW_URL
+                        (keys RGW_ACCESS_KEY/RGW_SECRET_KEY, default test/test) if set, else
+                        ${RGW_PROBE_URL} with test/test when a GET / there answers within 1 s
+                        (start one: ../shared/upstreams/ceph-rgw-up.sh DIR 18080)
+  --no-rgw              do not look for RGW
   --signer fast|smithy  load-generator signer (default fast, checked against @smithy/signature-v4)
   --casket-arg ARG      extra casket flag, repeatable (e.g. --casket-arg=--log-level=warn)
   --profile DIR         also run casket under node --cpu-prof (a fresh casket per phase) for
-                        PUT and GET at c=8 on the embedded store, and through moto when the
-                        upstream target is selected; summaries go to DIR/<phase>/summary.txt
+                        PUT and GET at c=8 on the embedded store, and through moto and RGW
+                        (those found) when the upstream target is selected; summaries go to
+                        DIR/<phase>/summary.txt
   --profile-sizes LIST  object sizes to profile (default 4k)
   --profile-duration S  seconds per profiled phase (default 10)
   --json FILE           write all results as JSON
@@ -84,6 +111,7 @@ function parseOptions(argv) {
     duration: 3, runs: 3, phases: ['put', 'get', 'cond', 'contended', 'big'], targets: ['embedded', 'upstream'],
     sizes: [4 * 1024, 8 * MiB], concurrency: [1, 8, 32], agents: 4, bigSize: 1024 * MiB, moto: true,
     signer: 'fast', casketArgs: [], profileDuration: 10, profileSizes: [4 * 1024], maxTime: 3600, keep: false, quick: false,
+    payloads: undefined, rgwProbe: true,
   };
   const explicit = new Set();
   for (let i = 0; i < argv.length; i++) {
@@ -105,7 +133,10 @@ function parseOptions(argv) {
       case '--credentials': o.credentials = next(); break;
       case '--big-size': o.bigSize = parseSize(next()); break;
       case '--no-moto': o.moto = false; break;
+      case '--moto': o.moto = true; break;
       case '--rgw': o.rgw = next(); break;
+      case '--no-rgw': o.rgwProbe = false; break;
+      case '--payloads': o.payloads = next().split(','); break;
       case '--rgw-access-key': o.rgwAccessKey = next(); break;
       case '--rgw-secret-key': o.rgwSecretKey = next(); break;
       case '--signer': o.signer = next(); break;
@@ -125,7 +156,9 @@ function parseOptions(argv) {
     if (!explicit.has('--concurrency')) o.concurrency = [1, 8];
     if (!explicit.has('--big-size')) o.bigSize = 64 * MiB;
   }
+  o.explicit = explicit;
   if (o.profile && !o.phases.includes('profile')) o.phases.push('profile');
+  checkPayloadModes(o.payloads ?? PAYLOAD_MODES);
   if (o.rgw && (!o.rgwAccessKey || !o.rgwSecretKey)) {
     o.rgwAccessKey ??= process.env.RGW_ACCESS_KEY;
     o.rgwSecretKey ??= process.env.RGW_SECRET_KEY;
@@ -181,6 +214,98 @@ function expectStatus(res, want, what) {
   }
 }
 
+/** CPU ms of one server process (and its children), or the sum over several (RGW: radosgw + its OSDs). */
+function serverCpuMs(pid) {
+  return Array.isArray(pid) ? pid.reduce((a, p) => a + cpuMs(p), 0) : cpuMs(pid);
+}
+
+/**
+ * The PutObject body forms a cell of `size` runs in. Upstream cells of 1 MiB
+ * and more run all three by default (issue 11 states its large-body goals per
+ * form); small cells and the embedded store, signed only unless --payloads.
+ */
+function payloadsFor(opts, size, upstream) {
+  if (opts.payloads) return opts.payloads;
+  return upstream && size >= MiB ? PAYLOAD_MODES : ['signed'];
+}
+
+/** Whether an HTTP server answers GET / (any status) within `ms`. */
+async function answers(url, ms = 1000) {
+  try {
+    const res = await fetch(`${url.replace(/\/+$/, '')}/`, { signal: AbortSignal.timeout(ms) });
+    await res.arrayBuffer();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The upstreams this run measures: moto (started here unless --no-moto), and
+ * RGW from --rgw, else CASKET_BENCH_RGW_URL, else the probe address when it
+ * answers. RGW is never started or stopped here (ceph-rgw-up.sh does that).
+ */
+async function findUpstreams(opts) {
+  const found = [];
+  if (opts.moto) found.push({ name: 'moto', how: 'started here (python3 -m moto.server)', cred: MOTO_CRED });
+  let rgw;
+  if (opts.rgw) rgw = { url: opts.rgw, how: '--rgw', cred: { accessKeyId: opts.rgwAccessKey, secretAccessKey: opts.rgwSecretKey } };
+  else if (process.env.CASKET_BENCH_RGW_URL) {
+    rgw = {
+      url: process.env.CASKET_BENCH_RGW_URL, how: 'CASKET_BENCH_RGW_URL',
+      cred: { accessKeyId: process.env.RGW_ACCESS_KEY ?? RGW_DEFAULT_CRED.accessKeyId, secretAccessKey: process.env.RGW_SECRET_KEY ?? RGW_DEFAULT_CRED.secretAccessKey },
+    };
+  } else if (opts.rgwProbe && (await answers(RGW_PROBE_URL))) rgw = { url: RGW_PROBE_URL, how: `answering at ${RGW_PROBE_URL}, keys test/test`, cred: RGW_DEFAULT_CRED };
+  const missing = [];
+  // --quick with RGW found: RGW is the upstream issue 11 measures and moto its
+  // stand-in, and both would double the upstream half of a short run.
+  if (rgw && opts.quick && !opts.explicit.has('--moto') && found[0]?.name === 'moto') {
+    found.shift();
+    missing.push({ what: 'moto', reason: '--quick with RGW found: moto left out (--moto to include it)' });
+  }
+  if (rgw) {
+    rgw.url = rgw.url.replace(/\/+$/, '');
+    if (rgw.how !== '--rgw' && rgw.how !== 'CASKET_BENCH_RGW_URL') found.push({ name: 'rgw', ...rgw });
+    else if (await answers(rgw.url, 3000)) found.push({ name: 'rgw', ...rgw, how: `${rgw.how} ${rgw.url}` });
+    else missing.push({ what: 'rgw', reason: `${rgw.how} ${rgw.url} does not answer` });
+  } else if (opts.rgwProbe) missing.push({ what: 'rgw', reason: `nothing answers at ${RGW_PROBE_URL} and CASKET_BENCH_RGW_URL is unset (start one: ../shared/upstreams/ceph-rgw-up.sh DIR 18080)` });
+  for (const u of found.filter((x) => x.name === 'rgw')) {
+    const pids = rgwPids(u.url);
+    u.pids = pids.length ? pids : undefined;
+  }
+  return { found, missing };
+}
+
+/**
+ * radosgw serving `url` and the OSDs of its cluster (same -c config), found
+ * read-only in /proc, so RGW's CPU per request can stand beside casket's and
+ * nginx's. Empty when not found (another host, another user's /proc).
+ */
+function rgwPids(url) {
+  const port = new URL(url).port || '80';
+  const procs = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      const name = argv[0].split('/').pop();
+      if (name !== 'radosgw' && name !== 'ceph-osd') continue;
+      const conf = argv[argv.indexOf('-c') + 1];
+      if (argv.indexOf('-c') >= 0 && conf) procs.push({ pid: Number(d), name, conf });
+    } catch {}
+  }
+  const gw = procs.find((p) => {
+    if (p.name !== 'radosgw') return false;
+    try {
+      return new RegExp(`^\\s*rgw frontends\\s*=.*(endpoint=[^\\s]*:${port}|port=${port})(\\s|$)`, 'm').test(readFileSync(p.conf, 'utf8'));
+    } catch {
+      return false;
+    }
+  });
+  if (!gw) return [];
+  return [gw.pid, ...procs.filter((p) => p.name === 'ceph-osd' && p.conf === gw.conf).map((p) => p.pid)];
+}
+
 async function writeAllFile(fh, buf) {
   let off = 0;
   while (off < buf.length) off += (await fh.write(buf, off, buf.length - off)).bytesWritten;
@@ -198,7 +323,7 @@ async function measure(workers, seconds, pid) {
   let bytes = 0;
   let errors = 0;
   let lastError;
-  const serverCpu0 = pid ? cpuMs(pid) : 0;
+  const serverCpu0 = pid ? serverCpuMs(pid) : 0;
   const benchCpu0 = process.cpuUsage();
   const t0 = now();
   const end = t0 + seconds * 1000;
@@ -222,7 +347,7 @@ async function measure(workers, seconds, pid) {
   );
   const elapsed = (now() - t0) / 1000;
   const benchCpu = process.cpuUsage(benchCpu0);
-  const serverCpu = pid ? cpuMs(pid) - serverCpu0 : NaN;
+  const serverCpu = pid ? serverCpuMs(pid) - serverCpu0 : NaN;
   latencies.sort((a, b) => a - b);
   const n = latencies.length;
   return {
@@ -283,7 +408,11 @@ async function runCell(cell, targets, opts) {
 
 // ---------------------------------------------------------------- targets
 
-/** An S3 endpoint as a target: PUT/GET/conditional PUT workers on keys under `prefix`. */
+/**
+ * An S3 endpoint as a target: PUT/GET/conditional PUT workers on keys under
+ * `prefix`. PUT bodies go in the form `cell.sent[name]` (a baseline's
+ * fallback when its upstream refuses the cell's form), else `cell.payload`.
+ */
 function s3Target(name, { url, cred, bucket = BUCKET, prefix, pid, signer, mode = 'plain', getPrefix }) {
   return {
     name,
@@ -317,13 +446,17 @@ function s3Target(name, { url, cred, bucket = BUCKET, prefix, pid, signer, mode 
             }),
           );
         }
+        const form = cell.sent?.[name] ?? cell.payload ?? 'signed';
+        // Encode every pooled body before the clock starts (cached across cells).
+        for (const b of pool) encodePayload(b, form);
         workers = Array.from({ length: cell.conc }, (_, w) => {
           const path = keyOf(w);
           let n = w;
           return async () => {
             const b = pool[n++ % pool.length];
-            const headers = conditional ? { 'if-match': etags[w] } : {};
-            const res = await client.request('PUT', path, { body: b.buf, payloadHash: b.hash, headers, timeoutMs });
+            const e = encodePayload(b, form);
+            const headers = conditional ? { ...e.headers, 'if-match': etags[w] } : e.headers;
+            const res = await client.request('PUT', path, { body: e.body, payloadHash: e.payloadHash, chunked: e.chunked, headers, timeoutMs });
             expectStatus(res, 200, conditional ? 'PutObject If-Match' : 'PutObject');
             if (conditional) etags[w] = res.headers.etag;
             return b.buf.length;
@@ -396,6 +529,107 @@ function shaTarget() {
       return { workers: [op] };
     },
   };
+}
+
+function upstreamArgs(url, cred) {
+  return ['--upstream', url, '--upstream-access-key', cred.accessKeyId, '--upstream-secret-key', cred.secretAccessKey];
+}
+
+/**
+ * Whether each target takes each PutObject body form: one PUT of a body
+ * spanning several 64 KiB chunks, then a GET that must return the same bytes
+ * (a 200 that stored the aws-chunked framing is a refusal too). Memoised:
+ * accepts(target, form) → Promise<{ok, why?}>.
+ */
+function formProber(clients, prefixes) {
+  const memo = new Map();
+  const buf = randomBytes(200 * 1024 + 17);
+  const b = { buf, hash: sha256hex(buf) };
+  const probe = async (target, form) => {
+    const client = clients[target];
+    const key = `/${BUCKET}/${prefixes[target]}probe/${form}`;
+    try {
+      const e = encodePayload(b, form);
+      const res = await client.request('PUT', key, { body: e.body, payloadHash: e.payloadHash, chunked: e.chunked, headers: e.headers, timeoutMs: 30_000 });
+      if (res.status !== 200) return { ok: false, why: `HTTP ${res.status} ${errorCode(res.body) ?? ''}`.trim() };
+      const g = await client.request('GET', key, { collect: true, timeoutMs: 30_000 });
+      if (g.status !== 200 || !g.body.equals(buf)) return { ok: false, why: `PUT 200, but GET gave HTTP ${g.status} and ${g.bytes} bytes that are not the ones sent` };
+      return { ok: true };
+    } catch (e) {
+      return { ok: false, why: e.message };
+    }
+  };
+  const accepts = (target, form) => {
+    const k = `${target} ${form}`;
+    if (!memo.has(k)) memo.set(k, probe(target, form));
+    return memo.get(k);
+  };
+  accepts.has = (target) => Boolean(clients[target]);
+  return accepts;
+}
+
+/** What a baseline sends when its upstream refuses a form: the same bytes in the nearest form it takes. */
+const FALLBACK = { 'chunked-crc32': ['chunked-crc32-length', 'unsigned', 'signed'], unsigned: ['signed'], signed: [] };
+
+/**
+ * Which targets a PutObject cell in `form` runs, and what each sends.
+ * Direct refusing the form: direct leaves the cell and casket is compared
+ * with nginx only (issue 11), nginx sending the nearest form the upstream
+ * takes (nginx passes the body through, so it is refused whenever the
+ * upstream is). Without nginx, direct sends that fallback instead. Casket
+ * refusing the form: casket leaves the cell, and the refusal is reported.
+ */
+async function planForm(form, accepts, upName, report) {
+  const say = (text) => {
+    if (!report.notes.includes(text)) report.notes.push(text);
+    log(`   ${text}`);
+  };
+  const targets = [];
+  const sent = {};
+  const fallback = async (target) => {
+    for (const f of FALLBACK[form]) if ((await accepts(target, f)).ok) return f;
+    return undefined;
+  };
+  const d = await accepts('direct', form);
+  if (d.ok) targets.push('direct');
+  else {
+    let why = d.why;
+    if (form === 'chunked-crc32') {
+      const l = await accepts('direct', 'chunked-crc32-length');
+      why += l.ok ? '; it takes the same body with its exact Content-Length' : `; with its exact Content-Length instead of Transfer-Encoding: chunked, ${l.why}`;
+    }
+    if (accepts.has('nginx')) say(`${upName} direct refuses ${form} (${why}): ${form} cells compare casket with nginx only`);
+    else {
+      const f = await fallback('direct');
+      say(`${upName} direct refuses ${form} (${why}); no nginx: direct sends ${f ?? 'nothing (left out)'} in ${form} cells`);
+      if (f) {
+        targets.push('direct');
+        sent.direct = f;
+      }
+    }
+  }
+  if (accepts.has('nginx')) {
+    const n = await accepts('nginx', form);
+    if (n.ok) targets.push('nginx');
+    else {
+      const f = await fallback('nginx');
+      say(`nginx → ${upName} refuses ${form} (${n.why}): nginx sends ${f ? `the same bytes as ${f}` : 'nothing (left out)'} in ${form} cells`);
+      if (f) {
+        targets.push('nginx');
+        sent.nginx = f;
+      }
+    }
+  }
+  if (accepts.has('casket')) {
+    const c = await accepts('casket', form);
+    if (c.ok) targets.push('casket');
+    else {
+      say(`casket → ${upName} refuses ${form} (${c.why}): left out of ${form} cells`);
+      report.refusals.push({ upstream: upName, target: 'casket', form, why: c.why });
+    }
+  }
+  const ref = ['direct', 'nginx', 'casket'].find((x) => targets.includes(x));
+  return { targets, sent, ref };
 }
 
 async function preloadGets(client, prefix, size, count) {
@@ -499,27 +733,34 @@ async function contended(url, admin, agents, key, seconds, signer) {
 /**
  * PUT then GET of one `size`-byte object streamed from a generator (never in
  * memory), against a fresh casket whose RSS is sampled every 20 ms (VmRSS)
- * and read as VmHWM (reset before each transfer when permitted). Baseline:
- * the same bytes written + fsynced + renamed, and read back, by this process.
+ * and read as VmHWM (reset before each transfer when permitted), alternating
+ * with a baseline moving the same bytes. On the embedded store the baseline
+ * is the disk: the bytes written + fsynced + renamed, and read back, by this
+ * process. In front of an upstream (`up`) it is the upstream direct, and the
+ * object is deleted after each GET so an upstream with little room (RGW on
+ * memstore) holds one copy at a time.
  */
-async function bigObject(opts, env) {
+async function bigObject(opts, env, up) {
   const block = randomBytes(MiB);
   const t0 = now();
   const h = createHash('sha256');
   for (let left = opts.bigSize; left > 0; left -= block.length) h.update(left >= block.length ? block : block.subarray(0, left));
   const hash = h.digest('hex');
   const shaSeconds = (now() - t0) / 1000;
-  const dataDir = join(env.tmp, 'casket-big');
-  const casket = await startCasket({ cli: CLI, dataDir, credentialsFile: env.credentialsFile, logFile: join(env.tmp, 'casket-big.log'), extraArgs: opts.casketArgs });
+  const where = up ? up.name : 'embedded';
+  const dataDir = join(env.tmp, `casket-big-${where}`);
+  const casket = await startCasket({
+    cli: CLI, dataDir, credentialsFile: env.credentialsFile, logFile: join(env.tmp, `casket-big-${where}.log`),
+    extraArgs: [...(up ? upstreamArgs(up.url, up.cred) : []), ...opts.casketArgs],
+  });
   const pid = casket.pid;
+  const clients = [];
   try {
     const client = new S3Client(casket.url, env.admin, { signer: opts.signer, maxSockets: 1 });
+    clients.push(client);
     await createBucket(client);
     const idle = memory(pid);
     const runs = [];
-    const rawDir = join(env.tmp, 'raw-big');
-    mkdirSync(rawDir, { recursive: true });
-    const rawFile = join(rawDir, 'big');
     const sampleWhile = async (fn) => {
       const canReset = resetPeak(pid);
       let peak = memory(pid).rss;
@@ -538,67 +779,87 @@ async function bigObject(opts, env) {
       const m = memory(pid);
       return { seconds, mibPerS: opts.bigSize / MiB / seconds, peakRss: Math.max(peak, canReset ? m.hwm : 0, m.rss), hwmReset: canReset };
     };
-    const casketPut = () =>
-      sampleWhile(async () => {
-        const res = await client.request('PUT', `/${BUCKET}/big`, { body: generated(opts.bigSize, block), contentLength: opts.bigSize, payloadHash: hash, timeoutMs: 900_000 });
-        expectStatus(res, 200, 'big PutObject');
-        if (res.headers.etag !== `"${hash}"`) throw new Error(`big PutObject: ETag ${res.headers.etag}, expected "${hash}"`);
-      });
-    const casketGet = () =>
-      sampleWhile(async () => {
-        const gh = createHash('sha256');
-        const res = await client.request('GET', `/${BUCKET}/big`, { onData: (c) => gh.update(c), timeoutMs: 900_000 });
-        expectStatus(res, 200, 'big GetObject');
-        const got = gh.digest('hex');
-        if (res.bytes !== opts.bigSize || got !== hash) throw new Error(`big GetObject: ${res.bytes} bytes, sha256 ${got}`);
-      });
-    const diskPut = async () => {
+    const timed = async (fn) => {
       const s = now();
-      const fh = await open(`${rawFile}.tmp`, 'w');
-      for await (const chunk of generated(opts.bigSize, block)) await writeAllFile(fh, chunk);
-      await fh.sync();
-      await fh.close();
-      await rename(`${rawFile}.tmp`, rawFile);
+      await fn();
       const seconds = (now() - s) / 1000;
       return { seconds, mibPerS: opts.bigSize / MiB / seconds };
     };
-    const diskGet = async () => {
-      const s = now();
+    const s3Put = (c, key) => async () => {
+      const res = await c.request('PUT', `/${BUCKET}/${key}`, { body: generated(opts.bigSize, block), contentLength: opts.bigSize, payloadHash: hash, timeoutMs: 900_000 });
+      expectStatus(res, 200, `big PutObject ${key}`);
+      if (!up && res.headers.etag !== `"${hash}"`) throw new Error(`big PutObject: ETag ${res.headers.etag}, expected "${hash}"`);
+    };
+    const s3Get = (c, key) => async () => {
       const gh = createHash('sha256');
-      const fh = await open(rawFile, 'r');
-      for await (const chunk of fh.createReadStream({ highWaterMark: MiB })) gh.update(chunk);
-      const seconds = (now() - s) / 1000;
-      if (gh.digest('hex') !== hash) throw new Error('raw big file read back wrong');
-      return { seconds, mibPerS: opts.bigSize / MiB / seconds };
+      const res = await c.request('GET', `/${BUCKET}/${key}`, { onData: (ch) => gh.update(ch), timeoutMs: 900_000 });
+      expectStatus(res, 200, `big GetObject ${key}`);
+      const got = gh.digest('hex');
+      if (res.bytes !== opts.bigSize || got !== hash) throw new Error(`big GetObject ${key}: ${res.bytes} bytes, sha256 ${got}`);
+      if (up) expectStatus(await c.request('DELETE', `/${BUCKET}/${key}`), 204, `big DeleteObject ${key}`);
     };
+    const casketPut = () => sampleWhile(s3Put(client, up ? 'c/big' : 'big'));
+    const casketGet = () => sampleWhile(s3Get(client, up ? 'c/big' : 'big'));
+    let basePut;
+    let baseGet;
+    if (up) {
+      const direct = new S3Client(up.url, up.cred, { signer: opts.signer, maxSockets: 1 });
+      clients.push(direct);
+      await createBucket(direct);
+      basePut = () => timed(s3Put(direct, 'd/big'));
+      baseGet = () => timed(s3Get(direct, 'd/big'));
+    } else {
+      const rawDir = join(env.tmp, 'raw-big');
+      mkdirSync(rawDir, { recursive: true });
+      const rawFile = join(rawDir, 'big');
+      basePut = () =>
+        timed(async () => {
+          const fh = await open(`${rawFile}.tmp`, 'w');
+          for await (const chunk of generated(opts.bigSize, block)) await writeAllFile(fh, chunk);
+          await fh.sync();
+          await fh.close();
+          await rename(`${rawFile}.tmp`, rawFile);
+        });
+      baseGet = () =>
+        timed(async () => {
+          const gh = createHash('sha256');
+          const fh = await open(rawFile, 'r');
+          for await (const chunk of fh.createReadStream({ highWaterMark: MiB })) gh.update(chunk);
+          if (gh.digest('hex') !== hash) throw new Error('raw big file read back wrong');
+        });
+    }
+    const baseline = up ? 'direct' : 'disk';
     for (let r = 0; r < opts.runs; r++) {
       const run = {};
+      // Alternating, as every cell: the baseline first in even runs.
       if (r % 2 === 0) {
-        run.diskPut = await diskPut();
+        run.basePut = await basePut();
+        run.baseGet = await baseGet();
         run.casketPut = await casketPut();
-        run.diskGet = await diskGet();
         run.casketGet = await casketGet();
       } else {
         run.casketPut = await casketPut();
-        run.diskPut = await diskPut();
         run.casketGet = await casketGet();
-        run.diskGet = await diskGet();
+        run.basePut = await basePut();
+        run.baseGet = await baseGet();
       }
       runs.push(run);
-      log(`    big run ${r + 1}: PUT ${fmt(run.casketPut.mibPerS)} MiB/s (disk ${fmt(run.diskPut.mibPerS)}), GET ${fmt(run.casketGet.mibPerS)} MiB/s (disk ${fmt(run.diskGet.mibPerS)}), peak RSS ${fmt(run.casketPut.peakRss / MiB)} / ${fmt(run.casketGet.peakRss / MiB)} MiB`);
+      log(`    big ${where} run ${r + 1}: PUT ${fmt(run.casketPut.mibPerS)} MiB/s (${baseline} ${fmt(run.basePut.mibPerS)}), GET ${fmt(run.casketGet.mibPerS)} MiB/s (${baseline} ${fmt(run.baseGet.mibPerS)}), peak RSS ${fmt(run.casketPut.peakRss / MiB)} / ${fmt(run.casketGet.peakRss / MiB)} MiB`);
     }
-    client.close();
     const med = (f) => median(runs.map(f));
     return {
+      where,
+      baseline,
       size: opts.bigSize,
       sha256MiBPerS: opts.bigSize / MiB / shaSeconds,
       idleRss: idle.rss,
-      put: { casketMiBPerS: med((x) => x.casketPut.mibPerS), diskMiBPerS: med((x) => x.diskPut.mibPerS), peakRss: Math.max(...runs.map((x) => x.casketPut.peakRss)) },
-      get: { casketMiBPerS: med((x) => x.casketGet.mibPerS), diskMiBPerS: med((x) => x.diskGet.mibPerS), peakRss: Math.max(...runs.map((x) => x.casketGet.peakRss)) },
+      put: { casketMiBPerS: med((x) => x.casketPut.mibPerS), baselineMiBPerS: med((x) => x.basePut.mibPerS), peakRss: Math.max(...runs.map((x) => x.casketPut.peakRss)) },
+      get: { casketMiBPerS: med((x) => x.casketGet.mibPerS), baselineMiBPerS: med((x) => x.baseGet.mibPerS), peakRss: Math.max(...runs.map((x) => x.casketGet.peakRss)) },
       hwmReset: runs[0]?.casketPut.hwmReset,
       runs,
     };
   } finally {
+    for (const c of clients) c.close();
     await stop(casket.child);
   }
 }
@@ -611,15 +872,20 @@ async function profile(opts, env) {
   const conc = 8;
   const backends = [{ name: 'embedded' }];
   let moto;
-  if (opts.targets.includes('upstream') && opts.moto) {
+  // Every upstream the run found (env.upstreams: empty unless the upstream target is selected).
+  for (const up of env.upstreams ?? []) {
     try {
-      moto = await startMoto({ dir: mkdirp(join(env.tmp, 'moto-prof')) });
-      const direct = new S3Client(moto.url, MOTO_CRED, { signer: opts.signer });
+      let url = up.url;
+      if (up.name === 'moto') {
+        moto = await startMoto({ dir: mkdirp(join(env.tmp, 'moto-prof')) });
+        url = moto.url;
+      }
+      const direct = new S3Client(url, up.cred, { signer: opts.signer });
       await createBucket(direct);
       direct.close();
-      backends.push({ name: 'moto', args: ['--upstream', moto.url, '--upstream-access-key', MOTO_CRED.accessKeyId, '--upstream-secret-key', MOTO_CRED.secretAccessKey] });
+      backends.push({ name: up.name, args: upstreamArgs(url, up.cred) });
     } catch (e) {
-      log(`    moto not available for profiling: ${e.message}`);
+      log(`    ${up.name} not available for profiling: ${e.message}`);
     }
   }
   try {
@@ -714,13 +980,26 @@ async function main() {
     commit = execFileSync('git', ['-C', ROOT, 'describe', '--always', '--dirty'], { encoding: 'utf8' }).trim();
   } catch {}
   const report = {
-    meta: { date: new Date().toISOString(), commit, loadAtStart: loadavg(), node: process.version, cpu: cpus()[0]?.model, cores: cpus().length, argv: process.argv.slice(2), options: { ...opts, credentials: opts.credentials ? '(file)' : undefined, rgwSecretKey: undefined } },
-    cells: [], unavailable: [], contended: [], big: undefined, profile: undefined, goals: [],
+    meta: { date: new Date().toISOString(), commit, loadAtStart: loadavg(), node: process.version, cpu: cpus()[0]?.model, cores: cpus().length, argv: process.argv.slice(2), options: { ...opts, credentials: opts.credentials ? '(file)' : undefined, rgwSecretKey: undefined, explicit: undefined } },
+    cells: [], unavailable: [], notes: [], refusals: [], contended: [], big: undefined, bigUpstream: [], profile: undefined, goals: [], upstreams: [],
   };
   const phases = new Set(opts.phases);
   const sizes = opts.sizes;
   const conc = opts.concurrency;
   const maxConc = Math.max(...conc);
+  const quickConc = conc.includes(GOAL_CONC) ? GOAL_CONC : maxConc;
+
+  // Which upstreams this run measures, said before any cell runs.
+  let upstreams = [];
+  if (opts.targets.includes('upstream')) {
+    const { found, missing } = await findUpstreams(opts);
+    upstreams = found;
+    report.upstreams = found.map((u) => ({ name: u.name, how: u.how, url: u.url, pids: u.pids }));
+    for (const m of missing) report.unavailable.push(m);
+    log(`upstreams found: ${found.length ? found.map((u) => `${u.name} (${u.how}${u.pids ? `; CPU of pids ${u.pids.join(',')}` : ''})`).join(', ') : 'none'}`);
+    for (const m of missing) log(`upstream not found: ${m.what} — ${m.reason}`);
+  }
+  env.upstreams = upstreams;
 
   const addCell = (group, cell, summary, ref) => report.cells.push({ group, ...cell, ref, load: cell.load, results: summary });
 
@@ -738,11 +1017,13 @@ async function main() {
       const ck = s3Target('casket', { url: casket.url, cred: admin, prefix: '', pid: casket.pid, signer: opts.signer });
       if (phases.has('put')) {
         for (const size of sizes) {
-          for (const c of conc) {
-            const cell = { op: 'PutObject', size, conc: c, kind: 'put', label: `embedded PutObject ${sizeName(size)} c=${c}` };
-            log(`  ${cell.label}`);
-            const targets = c === Math.min(...conc) ? [disk, ck, sha] : [disk, ck];
-            addCell('embedded', cell, await runCell(cell, targets, opts), 'disk');
+          for (const payload of payloadsFor(opts, size, false)) {
+            for (const c of conc) {
+              const cell = { op: 'PutObject', size, conc: c, kind: 'put', payload, label: `embedded PutObject ${payload} ${sizeName(size)} c=${c}` };
+              log(`  ${cell.label}`);
+              const targets = c === Math.min(...conc) ? [disk, ck, sha] : [disk, ck];
+              addCell('embedded', cell, await runCell(cell, targets, opts), 'disk');
+            }
           }
         }
       }
@@ -780,15 +1061,12 @@ async function main() {
 
   // ------------------------------------------------------------ upstreams
   if (opts.targets.includes('upstream') && throughputPhases) {
-    const upstreams = [];
-    if (opts.moto) upstreams.push({ name: 'moto', start: async () => startMoto({ dir: mkdirp(join(tmp, 'moto')) }), cred: MOTO_CRED });
-    if (opts.rgw) upstreams.push({ name: 'rgw', start: async () => ({ url: opts.rgw.replace(/\/+$/, ''), pid: undefined }), cred: { accessKeyId: opts.rgwAccessKey, secretAccessKey: opts.rgwSecretKey } });
     for (const up of upstreams) {
       const group = `upstream:${up.name}`;
       log(`== ${up.name}`);
       let server;
       try {
-        server = await up.start();
+        server = up.name === 'moto' ? await startMoto({ dir: mkdirp(join(tmp, 'moto')) }) : { url: up.url, pid: up.pids };
       } catch (e) {
         report.unavailable.push({ what: up.name, reason: e.message });
         log(`   ${up.name}: not available — ${e.message}; skipping its phases`);
@@ -812,7 +1090,7 @@ async function main() {
         try {
           casket = await startCasket({
             cli: CLI, dataDir: join(tmp, `casket-${up.name}`), credentialsFile, logFile: join(tmp, `casket-${up.name}.log`),
-            extraArgs: ['--upstream', server.url, '--upstream-access-key', up.cred.accessKeyId, '--upstream-secret-key', up.cred.secretAccessKey, ...opts.casketArgs],
+            extraArgs: [...upstreamArgs(server.url, up.cred), ...opts.casketArgs],
           });
           started.push(casket.child);
           log(`   casket → ${up.name}: pid ${casket.pid} at ${casket.url}`);
@@ -826,13 +1104,25 @@ async function main() {
         if (casket) t.casket = s3Target('casket', { url: casket.url, cred: admin, prefix: 'c/', pid: casket.pid, signer: opts.signer });
         const list = Object.values(t);
         if (phases.has('put')) {
+          const clients = { direct };
+          if (nginx) clients.nginx = new S3Client(nginx.url, up.cred, { signer: opts.signer });
+          if (casket) clients.casket = new S3Client(casket.url, admin, { signer: opts.signer });
+          if (clients.casket) await createBucket(clients.casket).catch(() => {});
+          const accepts = formProber(clients, { direct: 'd/', nginx: 'n/', casket: 'c/' });
           for (const size of sizes) {
-            for (const c of conc) {
-              const cell = { op: 'PutObject', size, conc: c, kind: 'put', label: `${up.name} PutObject ${sizeName(size)} c=${c}` };
-              log(`  ${cell.label}`);
-              addCell(group, cell, await runCell(cell, list, opts), 'direct');
+            for (const payload of payloadsFor(opts, size, true)) {
+              const plan = await planForm(payload, accepts, up.name, report);
+              for (const c of conc) {
+                // --quick: the forms beyond signed at the goals' concurrency only, to stay short.
+                if (opts.quick && payload !== 'signed' && c !== quickConc) continue;
+                if (!plan.targets.length) continue;
+                const cell = { op: 'PutObject', size, conc: c, kind: 'put', payload, sent: plan.sent, label: `${up.name} PutObject ${payload} ${sizeName(size)} c=${c}` };
+                log(`  ${cell.label}`);
+                addCell(group, cell, await runCell(cell, plan.targets.map((n) => t[n]).filter(Boolean), opts), plan.ref);
+              }
             }
           }
+          for (const [n, cl] of Object.entries(clients)) if (n !== 'direct') cl.close();
         }
         if (phases.has('get')) {
           for (const size of sizes) {
@@ -886,6 +1176,19 @@ async function main() {
     log(`== ${sizeName(opts.bigSize)} PutObject + GetObject, embedded store, fresh casket`);
     report.big = await bigObject(opts, env);
   }
+  // Through the upstream path too (issue 11): RGW only, since moto keeps
+  // every body in its own memory and would measure moto, not casket.
+  if (phases.has('big')) {
+    for (const up of upstreams.filter((u) => u.name === 'rgw')) {
+      log(`== ${sizeName(opts.bigSize)} PutObject + GetObject, casket → ${up.name}, fresh casket`);
+      try {
+        report.bigUpstream.push(await bigObject(opts, env, up));
+      } catch (e) {
+        report.unavailable.push({ what: `big object through casket → ${up.name}`, reason: e.message });
+        log(`   big object through casket → ${up.name}: ${e.message}`);
+      }
+    }
+  }
 
   if (phases.has('profile')) {
     log(`== profile (node --cpu-prof) → ${opts.profile}`);
@@ -905,12 +1208,19 @@ function mkdirp(d) {
   return d;
 }
 
+/**
+ * Whether an upstream honours If-Match on PutObject: a wrong ETag refused
+ * with 412 and the right one accepted (RGW 16 answers 412 to both, so a
+ * refusal alone would pass it and every conditional PUT would fail).
+ */
 async function supportsIfMatch(client) {
   try {
     const put = await client.request('PUT', `/${BUCKET}/probe-if-match`, { body: Buffer.from('x') });
     if (put.status !== 200) return false;
     const res = await client.request('PUT', `/${BUCKET}/probe-if-match`, { body: Buffer.from('y'), headers: { 'if-match': '"0000"' } });
-    return res.status === 412;
+    if (res.status !== 412) return false;
+    const ok = await client.request('PUT', `/${BUCKET}/probe-if-match`, { body: Buffer.from('z'), headers: { 'if-match': put.headers.etag } });
+    return ok.status === 200;
   } catch {
     return false;
   }
@@ -936,24 +1246,24 @@ function summariseContended(group, target, runs) {
 
 // ---------------------------------------------------------------- goals
 
-function findCell(report, group, kind, op, size, conc) {
-  return report.cells.find((c) => c.group === group && c.kind === kind && c.op === op && c.size === size && c.conc === conc);
+/** A cell; PutObject cells are also told apart by body form (signed unless `payload`). */
+function findCell(report, group, kind, op, size, conc, payload = 'signed') {
+  return report.cells.find((c) => c.group === group && c.kind === kind && c.op === op && c.size === size && c.conc === conc && (c.kind !== 'put' || (c.payload ?? 'signed') === payload));
 }
 
 function goals(report, opts) {
   const out = [];
   const add = (goal, status, figure, note = '') => out.push({ goal, status, figure, note });
   const unavailable = (what) => report.unavailable.find((u) => u.what === what);
-  const upstreamGroups = [...new Set(report.cells.map((c) => c.group).filter((g) => g.startsWith('upstream:')))];
-  const upstreamNames = [...(opts.moto ? ['moto'] : []), ...(opts.rgw ? ['rgw'] : [])];
+  const upstreamNames = report.upstreams.map((u) => u.name);
   for (const name of upstreamNames) {
     const group = `upstream:${name}`;
     const na = unavailable(`casket → ${name}`) ?? unavailable(name);
     for (const op of ['PutObject', 'GetObject']) {
       for (const c of opts.concurrency) {
         const cell = findCell(report, group, op === 'PutObject' ? 'put' : 'get', op, 8 * MiB, c);
-        const goal = `casket → ${name} 8 MiB ${op} c=${c} ≥ 90% of direct MiB/s`;
-        if (!cell || !cell.results.casket) add(goal, 'N/A', 'not measured', na ? `not available: ${na.reason}` : 'cell not run');
+        const goal = `casket → ${name} 8 MiB ${op}${op === 'PutObject' ? ' signed' : ''} c=${c} ≥ 90% of direct MiB/s`;
+        if (!cell || !cell.results.casket || !cell.results.direct) add(goal, 'N/A', 'not measured', na ? `not available: ${na.reason}` : 'cell not run');
         else {
           const r = cell.results.casket.mibPerS / cell.results.direct.mibPerS;
           const ng = cell.results.nginx ? `; nginx ${pct(cell.results.nginx.mibPerS / cell.results.direct.mibPerS)}` : '';
@@ -964,15 +1274,15 @@ function goals(report, opts) {
     for (const op of ['PutObject', 'GetObject']) {
       const cell = findCell(report, group, op === 'PutObject' ? 'put' : 'get', op, 4096, 1);
       const goal = `casket → ${name} 4 KiB ${op} c=1 p50 added ≤ 1 ms`;
-      if (!cell || !cell.results.casket) add(goal, 'N/A', 'not measured', na ? `not available: ${na.reason}` : 'cell not run');
+      if (!cell || !cell.results.casket || !cell.results.direct) add(goal, 'N/A', 'not measured', na ? `not available: ${na.reason}` : 'cell not run');
       else {
         const d = cell.results.casket.p50 - cell.results.direct.p50;
         const ng = cell.results.nginx ? `; nginx adds ${fmt(cell.results.nginx.p50 - cell.results.direct.p50, 2)} ms` : '';
         add(goal, d <= 1 ? 'PASS' : 'MISS', `+${fmt(d, 2)} ms (${fmt(cell.results.casket.p50, 2)} vs ${fmt(cell.results.direct.p50, 2)} ms${ng})`);
       }
     }
-    void upstreamGroups;
   }
+  out.push(...issue11Goals(report, opts));
   for (const [op, want] of [['PutObject', 2000], ['GetObject', 4000]]) {
     const cell = findCell(report, 'embedded', op === 'PutObject' ? 'put' : 'get', op, 4096, 8);
     const goal = `embedded 4 KiB ${op} c=8 ≥ ${want.toLocaleString('en-US')} req/s`;
@@ -982,11 +1292,8 @@ function goals(report, opts) {
       add(goal, x >= want ? 'PASS' : 'MISS', `${fmt(x)} req/s = ${pct(x / want)} of goal; ${fmt(x / cell.results.disk.reqPerS, 2)}× the raw disk (${fmt(cell.results.disk.reqPerS)} req/s)`);
     }
   }
-  if (report.big) {
-    const peak = Math.max(report.big.put.peakRss, report.big.get.peakRss);
-    const full = report.big.size >= 1024 * MiB;
-    add(`peak RSS while ${sizeName(report.big.size)} goes in and out < 150 MiB`, peak < 150 * MiB ? (full ? 'PASS' : 'PASS*') : 'MISS', `${fmt(peak / MiB)} MiB (idle ${fmt(report.big.idleRss / MiB)} MiB; PUT ${fmt(report.big.put.peakRss / MiB)}, GET ${fmt(report.big.get.peakRss / MiB)})`, full ? '' : '* measured with a smaller object than 1 GiB');
-  } else add('peak RSS while 1 GiB goes in and out < 150 MiB', 'N/A', 'not measured', 'big phase not run');
+  if (report.big) out.push(rssGoal(report.big));
+  else add('embedded: peak RSS while 1 GiB goes in and out < 150 MiB', 'N/A', 'not measured', 'big phase not run');
   for (const cell of report.cells.filter((c) => c.kind === 'cond')) {
     for (const [u, k, who] of [['unconditional', 'conditional', 'casket'], ['direct-unconditional', 'direct-conditional', 'direct']]) {
       if (!cell.results[u] || !cell.results[k]) continue;
@@ -999,6 +1306,59 @@ function goals(report, opts) {
   for (const c of report.contended) {
     add(`${c.group} contended RMW, ${c.agents} agents: lost updates = 0`, c.lostUpdates === 0 && c.phantomWrites === 0 && c.duplicatedTokens === 0 ? 'PASS' : 'MISS', `${c.lostUpdates} lost, ${c.phantomWrites} phantom, ${c.duplicatedTokens} duplicated of ${c.writes} writes; ${fmt(c.writesPerS)} writes/s, ${pct(c.share412)} 412`);
   }
+  return out;
+}
+
+/** Peak RSS of a fresh casket while the big object goes in and out. */
+function rssGoal(b) {
+  const peak = Math.max(b.put.peakRss, b.get.peakRss);
+  const full = b.size >= 1024 * MiB;
+  return {
+    goal: `${b.where === 'embedded' ? 'embedded' : `casket → ${b.where}`}: peak RSS while ${sizeName(b.size)} goes in and out < 150 MiB`,
+    status: peak < 150 * MiB ? (full ? 'PASS' : 'PASS*') : 'MISS',
+    figure: `${fmt(peak / MiB)} MiB (idle ${fmt(b.idleRss / MiB)} MiB; PUT ${fmt(b.put.peakRss / MiB)}, GET ${fmt(b.get.peakRss / MiB)})`,
+    note: full ? '' : '* measured with a smaller object than 1 GiB',
+  };
+}
+
+/**
+ * Issue 11's goals, as it states them: casket in front of Ceph RGW, c=8,
+ * medians of ≥ 3 alternating runs. Ratios are of req/s (the same as of MiB/s
+ * within one cell, all targets moving one size).
+ */
+function issue11Goals(report, opts) {
+  const out = [];
+  const name = 'rgw';
+  const group = `upstream:${name}`;
+  const found = report.upstreams.some((u) => u.name === name);
+  const why = report.unavailable.find((u) => u.what === `casket → ${name}` || u.what === name)?.reason;
+  const missing = (goal, note) => out.push({ goal, status: 'N/A', figure: 'not measured', note });
+  const ratioGoal = (goal, cell, against, form) => {
+    if (!found) return missing(goal, `RGW not found: ${why ?? 'see "upstreams"'}`);
+    const refused = form && report.refusals.find((r) => r.upstream === name && r.form === form);
+    if (refused) return out.push({ goal, status: 'MISS', figure: `casket refuses ${form}`, note: refused.why });
+    if (!cell) return missing(goal, opts.concurrency.includes(GOAL_CONC) ? 'cell not run' : `c=${GOAL_CONC} not in --concurrency`);
+    const c = cell.results.casket;
+    const b = cell.results[against];
+    if (!c || !b) return missing(goal, `no ${c ? against : 'casket'} in this cell${why ? `: ${why}` : ''}`);
+    const r = c.reqPerS / b.reqPerS;
+    const unit = cell.size >= MiB ? ['mibPerS', 'MiB/s'] : ['reqPerS', 'req/s'];
+    const sentAs = cell.sent?.[against] ? `; ${against} sent ${cell.sent[against]} (${name} refuses ${form} direct)` : '';
+    out.push({ goal, status: r >= 0.9 ? 'PASS' : 'MISS', figure: `${fmt(r, 2)}× (${fmt(c[unit[0]])} vs ${fmt(b[unit[0]])} ${unit[1]}, ${c.runs.length} runs)`, note: sentAs.slice(2) });
+  };
+  for (const op of ['PutObject', 'GetObject']) {
+    const cell = findCell(report, group, op === 'PutObject' ? 'put' : 'get', op, 4096, GOAL_CONC);
+    ratioGoal(`casket → ${name} 4 KiB ${op} c=${GOAL_CONC} ≥ 0.9× nginx`, cell, 'nginx', op === 'PutObject' ? 'signed' : undefined);
+  }
+  for (const form of ['unsigned', 'chunked-crc32']) {
+    ratioGoal(`casket → ${name} 8 MiB PutObject ${form} c=${GOAL_CONC} ≥ 0.9× nginx`, findCell(report, group, 'put', 'PutObject', 8 * MiB, GOAL_CONC, form), 'nginx', form);
+  }
+  ratioGoal(`casket → ${name} 8 MiB GetObject c=${GOAL_CONC} ≥ 0.9× direct`, findCell(report, group, 'get', 'GetObject', 8 * MiB, GOAL_CONC), 'direct');
+  const big = report.bigUpstream.find((b) => b.where === name);
+  const rssGoalName = `casket → ${name}: peak RSS while 1 GiB goes in and out < 150 MiB`;
+  if (big) out.push(rssGoal(big));
+  else if (!found) missing(rssGoalName, `RGW not found: ${why ?? 'see "upstreams"'}`);
+  else missing(rssGoalName, report.unavailable.find((u) => u.what === `big object through casket → ${name}`)?.reason ?? 'big phase not run');
   return out;
 }
 
@@ -1021,24 +1381,47 @@ function print(report, opts) {
   put();
   put(`casket bench — ${report.meta.date}, commit ${report.meta.commit}, node ${report.meta.node}, ${report.meta.cores}× ${report.meta.cpu}`);
   put(`${opts.runs} runs × ${opts.duration} s per target per cell, alternating, after a warm-up; medians over runs. ratio = target / ${'ref'} (req/s).`);
-  put('srv µs/op: CPU of the server process(es) per request; gen µs/op: CPU of this load generator per request.');
+  put('srv µs/op: CPU of the server process(es) per request (nginx: master + worker; RGW direct: radosgw + its OSDs, when found in /proc); gen µs/op: CPU of this load generator per request.');
+  if (report.upstreams.length) put(`upstreams: ${report.upstreams.map((u) => `${u.name} (${u.how})`).join('; ')}`);
   const loads = report.cells.flatMap((c) => [c.load?.before, c.load?.after]).filter(Number.isFinite);
-  put(`1-min load average: ${fmt(report.meta.loadAtStart[0], 2)} at start, ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)} during cells (this bench alone keeps it near 1–2 on ${report.meta.cores} cores; more means other work shared the CPU).`);
+  const during = loads.length ? `, ${fmt(Math.min(...loads), 2)}–${fmt(Math.max(...loads), 2)} during cells` : '';
+  put(`1-min load average: ${fmt(report.meta.loadAtStart[0], 2)} at start${during} (this bench alone keeps it near 1–2 on ${report.meta.cores} cores; more means other work shared the CPU).`);
   const headers = ['group', 'phase', 'size', 'c', 'target', 'req/s', 'MiB/s', 'p50 ms', 'p99 ms', 'ratio', 'srv µs/op', 'gen µs/op', 'err'];
   const rows = [];
   for (const cell of report.cells) {
-    const phase = cell.kind === 'cond' ? 'PutObject cond' : cell.op;
+    const phase = cell.kind === 'cond' ? 'PutObject cond' : cell.kind === 'put' ? `PutObject ${cell.payload ?? 'signed'}` : cell.op;
     for (const [name, r] of Object.entries(cell.results)) {
       const refName = refFor(cell, name);
       const ref = refName && cell.results[refName];
       let ratio = ref ? `${fmt(r.reqPerS / ref.reqPerS, 2)}× ${refName}` : '(ref)';
       if (name === 'sha256') ratio = `casket ${pct(cell.results.casket.mibPerS / r.mibPerS)} of it`;
-      if (name === 'casket' && cell.results.nginx) ratio += `, ${fmt(r.reqPerS / cell.results.nginx.reqPerS, 2)}× nginx`;
-      rows.push([cell.group, phase, sizeName(cell.size), cell.conc, name, fmt(r.reqPerS), fmt(r.mibPerS), fmt(r.p50, 2), fmt(r.p99, 2), ratio, fmt(r.serverCpuUsPerOp, 0), fmt(r.benchCpuUsPerOp, 0), r.errors || '']);
+      if (name === 'casket' && cell.results.nginx && refName !== 'nginx') ratio += `, ${fmt(r.reqPerS / cell.results.nginx.reqPerS, 2)}× nginx`;
+      // A baseline sending another form than the cell's (its upstream refuses the cell's) says which.
+      const shown = cell.sent?.[name] ? `${name} as ${cell.sent[name]}` : name;
+      rows.push([cell.group, phase, sizeName(cell.size), cell.conc, shown, fmt(r.reqPerS), fmt(r.mibPerS), fmt(r.p50, 2), fmt(r.p99, 2), ratio, fmt(r.serverCpuUsPerOp, 0), fmt(r.benchCpuUsPerOp, 0), r.errors || '']);
     }
   }
   put();
   put(table(headers, rows));
+  const upCells = report.cells.filter((c) => c.group.startsWith('upstream:') && c.kind !== 'cond' && c.results.casket);
+  if (upCells.length) {
+    put();
+    put('casket in front of each upstream, side by side: req/s ratios (= MiB/s ratios within a cell) and server CPU per request');
+    put(
+      table(
+        ['group', 'phase', 'size', 'c', 'casket req/s', 'casket MiB/s', 'casket/direct', 'casket/nginx', 'nginx/direct', 'casket µs/op', 'nginx µs/op', 'direct µs/op'],
+        upCells.map((cell) => {
+          const { casket, nginx, direct } = cell.results;
+          const ratio = (a, b, who) => (a && b ? `${fmt(a.reqPerS / b.reqPerS, 2)}×${cell.sent?.[who] ? ` (${who} ${cell.sent[who]})` : ''}` : '—');
+          return [
+            cell.group, cell.kind === 'put' ? `PutObject ${cell.payload ?? 'signed'}` : cell.op, sizeName(cell.size), cell.conc,
+            fmt(casket.reqPerS), fmt(casket.mibPerS), ratio(casket, direct, 'direct'), ratio(casket, nginx, 'nginx'), ratio(nginx, direct, 'nginx'),
+            fmt(casket.serverCpuUsPerOp, 0), fmt(nginx?.serverCpuUsPerOp, 0), fmt(direct?.serverCpuUsPerOp, 0),
+          ];
+        }),
+      ),
+    );
+  }
   if (report.contended.length) {
     put();
     put('contended read-modify-write on one key (GET, append token, PUT If-Match; 412 → re-read)');
@@ -1053,24 +1436,24 @@ function print(report, opts) {
       if (c.otherErrors) put(`  ${c.group}: ${c.otherErrors} requests neither 200 nor 412 (${why.join('; ')})`);
     }
   }
-  if (report.big) {
-    const b = report.big;
+  for (const b of [report.big, ...report.bigUpstream].filter(Boolean)) {
     put();
-    put(`${sizeName(b.size)} object, streamed (embedded store, fresh casket; SHA-256 on this CPU: ${fmt(b.sha256MiBPerS)} MiB/s)`);
+    put(`${sizeName(b.size)} object, streamed (${b.where === 'embedded' ? 'embedded store' : `casket → ${b.where}, against ${b.where} direct`}, fresh casket; SHA-256 on this CPU: ${fmt(b.sha256MiBPerS)} MiB/s)`);
     put(
       table(
-        ['phase', 'casket MiB/s', 'disk MiB/s', 'ratio', 'peak RSS MiB'],
+        ['phase', 'casket MiB/s', `${b.baseline} MiB/s`, 'ratio', 'peak RSS MiB'],
         [
-          ['PutObject', fmt(b.put.casketMiBPerS), fmt(b.put.diskMiBPerS), `${fmt(b.put.casketMiBPerS / b.put.diskMiBPerS, 2)}× disk`, fmt(b.put.peakRss / MiB)],
-          ['GetObject', fmt(b.get.casketMiBPerS), fmt(b.get.diskMiBPerS), `${fmt(b.get.casketMiBPerS / b.get.diskMiBPerS, 2)}× disk`, fmt(b.get.peakRss / MiB)],
+          ['PutObject', fmt(b.put.casketMiBPerS), fmt(b.put.baselineMiBPerS), `${fmt(b.put.casketMiBPerS / b.put.baselineMiBPerS, 2)}× ${b.baseline}`, fmt(b.put.peakRss / MiB)],
+          ['GetObject', fmt(b.get.casketMiBPerS), fmt(b.get.baselineMiBPerS), `${fmt(b.get.casketMiBPerS / b.get.baselineMiBPerS, 2)}× ${b.baseline}`, fmt(b.get.peakRss / MiB)],
         ],
       ),
     );
     put(`idle RSS ${fmt(b.idleRss / MiB)} MiB; VmHWM reset before each transfer: ${b.hwmReset ? 'yes' : 'no (peak = sampled VmRSS)'}`);
   }
-  if (report.unavailable.length) {
+  if (report.unavailable.length || report.notes.length) {
     put();
     for (const u of report.unavailable) put(`not available: ${u.what} — ${u.reason}`);
+    for (const n of report.notes) put(`note: ${n}`);
   }
   put();
   put('goals');

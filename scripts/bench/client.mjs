@@ -34,7 +34,9 @@ export class S3Client {
   /**
    * @param options.body Buffer | Readable | undefined
    * @param options.payloadHash hex SHA-256 of the body, or 'UNSIGNED-PAYLOAD'
-   * @param options.contentLength required with a Readable body
+   * @param options.contentLength required with a Readable body (unless chunked)
+   * @param options.chunked send with Transfer-Encoding: chunked and no Content-Length
+   *        (as the AWS SDK v3 sends aws-chunked bodies); not a signed header, as in the SDK
    * @param options.headers extra headers, signed
    * @param options.collect keep the response body (always kept for status ≥ 300)
    * @param options.onData called with each response chunk (e.g. to hash a large GET)
@@ -46,7 +48,8 @@ export class S3Client {
     const toSign = { host: this.host, 'x-amz-content-sha256': payloadHash, ...headers };
     const signed = await this.signer.sign(method, path, toSign);
     const length = Buffer.isBuffer(body) ? body.length : options.contentLength;
-    if (length !== undefined) signed['content-length'] = String(length);
+    if (options.chunked) signed['transfer-encoding'] = 'chunked';
+    else if (length !== undefined) signed['content-length'] = String(length);
     signed['user-agent'] = 'casket-bench/1';
     return new Promise((resolve, reject) => {
       const req = httpRequest({ agent: this.agent, hostname: this.hostname, port: this.port, method, path, headers: signed }, (res) => {
