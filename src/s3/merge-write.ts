@@ -12,6 +12,7 @@
  *
  * The body is received whole before the write (it is at most
  * --retain-max-size): a merge needs it after the first condition failed.
+ * A body found larger as it arrives is written as an ordinary PutObject.
  * Without the header nothing here runs — no silent merges.
  */
 import { createHash } from 'node:crypto';
@@ -53,18 +54,35 @@ function held(content: Buffer): Payload {
   return { stream: Readable.from([content]), digest: () => ({ sha256: createHash('sha256').update(content).digest(), size: content.length }) };
 }
 
-async function receive(payload: Payload, limit: number): Promise<Buffer> {
+/**
+ * The body, whole when it is at most `limit` bytes. A larger one (its length
+ * known only at its end: Transfer-Encoding: chunked) is handed back as a
+ * payload that streams on — the bytes read so far, then the rest — for an
+ * ordinary write.
+ */
+async function receive(payload: Payload, limit: number): Promise<{ whole: Buffer } | { larger: Payload }> {
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of payload.stream) {
-    size += (chunk as Buffer).length;
+  const source = payload.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  for (let next = await source.next(); !next.done; next = await source.next()) {
+    chunks.push(next.value);
+    size += next.value.length;
     if (size > limit) {
-      payload.stream.destroy();
-      throw new S3Error('InvalidRequest', `${MERGE_HEADER}: text merges objects of at most ${limit} bytes (--retain-max-size).`);
+      async function* rest() {
+        let ended = false;
+        try {
+          yield* chunks.splice(0);
+          for (let more = await source.next(); !more.done; more = await source.next()) yield more.value;
+          ended = true;
+        } finally {
+          // A consumer that stops early (a failed commit) releases the request body.
+          if (!ended) await source.return?.();
+        }
+      }
+      return { larger: { stream: Readable.from(rest()), digest: () => payload.digest() } };
     }
-    chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks, size);
+  return { whole: Buffer.concat(chunks, size) };
 }
 
 /** The content of `current`, when it is still current and small enough to merge. */
@@ -88,12 +106,16 @@ async function currentContent(services: Services, current: ObjectInfo, limit: nu
   return Buffer.concat(chunks);
 }
 
-export async function mergeablePut(ctx: RequestContext, services: Services, retainer: Retainer, conditions: WriteConditions): Promise<S3Response> {
+/** `ordinary` writes a body too large to merge, as PutObject writes any body. */
+export async function mergeablePut(ctx: RequestContext, services: Services, retainer: Retainer, conditions: WriteConditions, ordinary: (body: Payload) => Promise<S3Response>): Promise<S3Response> {
   const { bucket, key } = requireKey(ctx);
   const named = conditions.ifMatch;
   if (named === undefined || named === '*' || named.length !== 1) throw new S3Error('InvalidRequest', `${MERGE_HEADER}: text needs If-Match naming the one version your edit started from.`);
   const limit = retainer.maxObjectSize;
-  const sent = await receive(ctx.payload(), limit);
+  const received = await receive(ctx.payload(), limit);
+  // Larger than any retained version: no base to merge with is kept, so the write is an ordinary one.
+  if ('larger' in received) return ordinary(received.larger);
+  const sent = received.whole;
   const sentETag = sha256(sent);
   const answer = (info: ObjectInfo, extra: Record<string, string> = {}) => emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...extra });
   try {

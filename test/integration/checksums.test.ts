@@ -10,7 +10,7 @@
  */
 import {
   CompleteMultipartUploadCommand, CopyObjectCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand,
-  ListMultipartUploadsCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand, type ChecksumAlgorithm,
+  ListMultipartUploadsCommand, ListObjectsCommand, ListObjectsV2Command, ListPartsCommand, PutObjectCommand, S3Client, UploadPartCommand, type ChecksumAlgorithm,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import { execFile } from 'node:child_process';
@@ -71,6 +71,9 @@ describe('single PUT', () => {
     await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'listed/one', Body: body, ChecksumAlgorithm: 'CRC32C' }));
     const list = await t.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'listed/' }));
     expect(list.Contents?.find((o) => o.Key === 'listed/one')?.ChecksumAlgorithm).toEqual(['CRC32C']);
+    // ListObjects (v1) entries name it too.
+    const v1 = await t.s3.send(new ListObjectsCommand({ Bucket: bucket, Prefix: 'listed/' }));
+    expect(v1.Contents?.find((o) => o.Key === 'listed/one')?.ChecksumAlgorithm).toEqual(['CRC32C']);
     const copy = await t.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'listed/copy', CopySource: `${bucket}/listed/one` }));
     expect(copy.CopyObjectResult?.ChecksumCRC32C).toBe(b64('crc32c', body));
     const head = await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'listed/copy', ChecksumMode: 'ENABLED' }));

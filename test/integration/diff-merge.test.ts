@@ -3,10 +3,12 @@
  * and boto3, on the embedded store or through CASKET_TEST_UPSTREAM: two
  * agents editing different sections of one markdown file both land with
  * `x-casket-merge: text`; overlapping edits are a 412 merge-conflict whose
- * link shows the markers; a stale 412 links a diff that shows exactly the
- * other agent's change; the changes feed lists it once; a small
- * --retain-bytes evicts old versions and refusals lose their link, never
- * their answer; two caskets on one Redis serve each other's diffs.
+ * link shows the markers; a stale 412, a stale-read 412 and a 428 link a
+ * diff that shows exactly the other agent's change; the changes feed lists it
+ * once; a small --retain-bytes evicts old versions and refusals lose their
+ * link, never their answer; a merge write larger than --retain-max-size is
+ * an ordinary write, its length declared or not; two caskets on one Redis
+ * serve each other's diffs.
  */
 import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { spawn } from 'node:child_process';
@@ -16,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { introspect } from '../helpers/agents.js';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { hasPythonModule } from '../helpers/cli-tools.js';
+import { until } from '../helpers/poll.js';
 import { bytes, failure, sdk } from '../helpers/clients.js';
 import { raw, xmlField } from '../helpers/raw.js';
 import { startRedis, hasRedis, type RunningRedis } from '../helpers/redis.js';
@@ -86,6 +89,28 @@ function agentClient(url: string, cred: Cred) {
 async function fetchSigned(url: string, cred: Cred, path: string) {
   const r = await raw(url, cred, { method: 'GET', path });
   return r;
+}
+
+/**
+ * casket keeps a version an agent read after the response, in the
+ * background: wait until `content`, no longer current, is kept (a diff from
+ * it is served; the current version is always served, from the store)
+ * before a write that needs it, so a loaded machine cannot race the test.
+ */
+async function keptAt(casket: RunningCasket, key: string, content: string) {
+  const path = `/_casket/diff?bucket=${bucket}&key=${key}&from=${sha(content)}&to=current`;
+  await until(async () => (await fetchSigned(casket.url, casket.admin, path)).status === 200, `version ${sha(content)} of ${key} kept`);
+}
+
+/**
+ * GET a merge-conflict's <Merge> link. casket keeps the two sides it names
+ * after the 412 is sent, in the background (as every kept version): followed
+ * at once, the link may be a 404 NoSuchVersion for a moment.
+ */
+async function fetchMergeLink(url: string, cred: Cred, link: string) {
+  let markers = await fetchSigned(url, cred, link);
+  if (markers.status === 404) await until(async () => (markers = await fetchSigned(url, cred, link)).status !== 404, 'the merge link served');
+  return markers;
 }
 
 /** Changed lines of a unified diff (no header lines). */
@@ -230,6 +255,69 @@ describe('one casket', () => {
     expect((await fetchSigned(casket.url, casket.agents.alice!, '/_casket/agents/bob/changes')).status).toBe(403);
   });
 
+  const untilKept = (key: string, content: string) => keptAt(casket, key, content);
+
+  /** bob read `base`, alice then wrote her change: what bob's refused write must link. */
+  async function aliceChangedSinceBobRead(key: string) {
+    const base = notes();
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: base }));
+    const b = await bob.read(key);
+    const a = await alice.read(key);
+    const aliceText = edit(a.text, '- item 3.9: something to remember about topic 3', '- item 3.9: alice was here');
+    const written = await alice.write(key, aliceText, a.etag);
+    await untilKept(key, base);
+    return { base, b, aliceText, written };
+  }
+
+  /** The refusal's link, in the header and the XML, is the diff base→alice's version and shows exactly her change. */
+  async function expectDiffOfAlicesChange(f: Awaited<ReturnType<typeof failure>>, key: string, base: string, aliceText: string) {
+    const link = f.error.Diff as string;
+    expect(link).toBe(`/_casket/diff?bucket=${bucket}&key=${key}&from=${sha(base)}&to=${sha(aliceText)}`);
+    expect(bob.state.headers['x-casket-diff']).toBe(link);
+    const diff = await fetchSigned(casket.url, casket.agents.bob!, link);
+    expect(diff.status).toBe(200);
+    expect(changedLines(diff.body)).toEqual(['-- item 3.9: something to remember about topic 3', '+- item 3.9: alice was here']);
+  }
+
+  it('JS SDK: a 428 PreconditionRequired (no If-Match) links the diff of the other agent\'s change since bob read', async () => {
+    const { base, b, aliceText } = await aliceChangedSinceBobRead('required.md');
+    const f = await failure(bob.client.send(new PutObjectCommand({ Bucket: bucket, Key: 'required.md', Body: edit(b.text, 'item 1.1:', 'item 1.1 by bob:') })));
+    expect(f.status).toBe(428);
+    expect(f.error.Reason).toBe('precondition-required');
+    await expectDiffOfAlicesChange(f, 'required.md', base, aliceText);
+  });
+
+  it('JS SDK: a stale-read 412 (If-Match of a version bob never read) links the diff from the version he read', async () => {
+    const { base, b, written, aliceText } = await aliceChangedSinceBobRead('stale-read.md');
+    const f = await failure(bob.write('stale-read.md', edit(b.text, 'item 1.1:', 'item 1.1 by bob:'), written.ETag!));
+    expect(f.status).toBe(412);
+    expect(f.error.Reason).toBe('stale-read');
+    await expectDiffOfAlicesChange(f, 'stale-read.md', base, aliceText);
+  });
+
+  it('JS SDK: overlapping edits with x-casket-merge: text are a 412 merge-conflict linking the merge with markers', async () => {
+    const base = notes();
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'sdk-conflict.md', Body: base }));
+    const a = await alice.read('sdk-conflict.md');
+    const b = await bob.read('sdk-conflict.md');
+    const aliceText = edit(a.text, 'item 2.12: something to remember about topic 2', 'item 2.12: ALICE via the SDK');
+    await alice.write('sdk-conflict.md', aliceText, a.etag, true);
+    await untilKept('sdk-conflict.md', base);
+    const f = await failure(bob.write('sdk-conflict.md', edit(b.text, 'item 2.12: something to remember about topic 2', 'item 2.12: BOB via the SDK'), b.etag, true));
+    expect(f.status).toBe(412);
+    expect(f.error.Reason).toBe('merge-conflict');
+    const link = f.error.Merge as string;
+    expect(link).toMatch(/^\/_casket\/merge\?/);
+    expect(bob.state.headers['x-casket-merge-conflict']).toBe(link);
+    expect(f.error.message).toContain('conflict markers');
+    const markers = await fetchMergeLink(casket.url, casket.agents.bob!, link);
+    expect(markers.status, markers.body).toBe(200);
+    expect(markers.body).toMatch(/<<<<<<< current "[0-9a-f]{64}" \(agent "alice"\)\n- item 2\.12: ALICE via the SDK\n=======\n- item 2\.12: BOB via the SDK\n>>>>>>> yours "[0-9a-f]{64}"\n/);
+    // Nothing was written by the conflicting merge.
+    const now = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: 'sdk-conflict.md' }));
+    expect((await bytes(now.Body)).toString('utf8')).toBe(aliceText);
+  });
+
   it('the feed long-polls until a change arrives', async () => {
     await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'poll.md', Body: notes() }));
     const b = await bob.read('poll.md');
@@ -268,7 +356,7 @@ describe('one casket', () => {
     expect(conflict).toMatchObject({ status: 412, code: 'PreconditionFailed', reason: 'merge-conflict' });
     expect(conflict.headers['x-casket-merge-conflict']).toBe(conflict.merge);
     expect(conflict.message).toContain('conflict markers');
-    const markers = await fetchSigned(casket.url, bobCred, conflict.merge);
+    const markers = await fetchMergeLink(casket.url, bobCred, conflict.merge);
     expect(markers.status).toBe(200);
     expect(markers.body).toMatch(/<<<<<<< current "[0-9a-f]{64}" \(agent "alice"\)\n- item 3\.3: ALICE says so\n/);
     expect(markers.body).toMatch(/=======\n- item 3\.3: BOB disagrees\n>>>>>>> yours "[0-9a-f]{64}"\n/);
@@ -280,11 +368,12 @@ describe('one casket', () => {
 
   it('retained versions never show in listings, and the budget figure is in the metrics', async () => {
     const listed = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
-    expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual(['boto.md', 'plain.md', 'poll.md', 'sdk.md', 'stale.md'].filter((k) => haveBoto3 || k !== 'boto.md'));
+    expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual(['boto.md', 'plain.md', 'poll.md', 'required.md', 'sdk-conflict.md', 'sdk.md', 'stale-read.md', 'stale.md'].filter((k) => haveBoto3 || k !== 'boto.md'));
     const metrics = await (await fetch(`${casket.url}/_casket/metrics`)).text();
     const figure = Number(/^casket_retained_bytes (\d+)$/m.exec(metrics)?.[1]);
     expect(figure).toBeGreaterThan(notes().length);
-    if (haveBoto3) expect(metrics).toMatch(/^casket_refusals_total\{reason="merge-conflict",enforced="true"\} 1$/m);
+    // One merge-conflict from the JS SDK, one from boto3.
+    expect(metrics).toMatch(new RegExp(`^casket_refusals_total\\{reason="merge-conflict",enforced="true"\\} ${haveBoto3 ? 2 : 1}$`, 'm'));
   });
 });
 
@@ -314,7 +403,6 @@ describe('a small --retain-bytes', () => {
     for (let n = 0; n < 6; n++) seen.push((await bob.read(`doc${n}.md`)).etag);
     // Each kept in the background after its response: wait for the last one to show in the figure.
     const figure = async () => Number(/^casket_retained_bytes (\d+)$/m.exec(await (await fetch(`${casket.url}/_casket/metrics`)).text())?.[1]);
-    const { until } = await import('../helpers/poll.js');
     await until(async () => (await figure()) > 2000, 'the retained versions in the metrics');
     expect(await figure()).toBeLessThanOrEqual(budget);
     // doc0 was evicted, doc5 is kept: a person changes both; bob's stale writes are refused, with a link only for doc5.
@@ -333,6 +421,75 @@ describe('a small --retain-bytes', () => {
     expect(JSON.parse(gone.body).error).toBe('NoSuchVersion');
     const listed = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
     expect(listed.KeyCount).toBe(6);
+  });
+});
+
+describe('a small --retain-max-size', () => {
+  let casket: RunningCasket;
+  let admin: S3Client;
+  let bob: ReturnType<typeof agentClient>;
+  const limit = 1024;
+
+  beforeAll(async () => {
+    casket = await startCasket({ agents: ['bob'], args: ['--retain-max-size', String(limit)] });
+    admin = sdk(casket.url, casket.admin);
+    bob = agentClient(casket.url, casket.agents.bob!);
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  });
+  afterAll(async () => {
+    for (const c of [admin, bob?.client]) c?.destroy();
+    await casket?.stop();
+  });
+
+  /** bob's PUT with x-casket-merge: text (signed) and If-Match, the body in pieces, sent with Transfer-Encoding: chunked (no length known before its end) or with aws-chunked (its decoded length declared). */
+  function mergePut(key: string, ifMatch: string, pieces: Buffer[], framing: 'chunked' | 'aws-chunked') {
+    const whole = Buffer.concat(pieces);
+    const headers: Record<string, string> = { 'x-casket-merge': 'text', 'if-match': ifMatch };
+    if (framing === 'chunked') return raw(casket.url, casket.agents.bob!, { method: 'PUT', path: `/${bucket}/${key}`, headers: { ...headers, 'transfer-encoding': 'chunked' }, body: pieces });
+    // One unsigned aws-chunked chunk, then the end: `<hex size>\r\n<data>\r\n0\r\n\r\n`.
+    const framed = Buffer.concat([Buffer.from(`${whole.length.toString(16)}\r\n`), whole, Buffer.from('\r\n0\r\n\r\n')]);
+    return raw(casket.url, casket.agents.bob!, {
+      method: 'PUT',
+      path: `/${bucket}/${key}`,
+      headers: { ...headers, 'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': String(whole.length), 'content-length': String(framed.length) },
+      body: framed,
+      payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
+    });
+  }
+
+  it.each(['chunked', 'aws-chunked'] as const)('a merge write larger than --retain-max-size (%s) is an ordinary write: 200 on a current If-Match, an ordinary 412 on a stale one', async (framing) => {
+    const key = `large-${framing}.md`;
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: notes().slice(0, 500) }));
+    const b = await bob.read(key);
+    const pieces = [Buffer.from(notes()), Buffer.from(notes()), Buffer.from('the end\n')];
+    const whole = Buffer.concat(pieces);
+    expect(whole.length).toBeGreaterThan(limit);
+    const put = await mergePut(key, b.etag, pieces, framing);
+    expect([put.status, put.headers.etag], put.body).toEqual([200, quoted(whole)]);
+    expect(put.headers['x-casket-merged']).toBeUndefined();
+    const got = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    expect((await bytes(got.Body)).equals(whole)).toBe(true);
+
+    // Someone else writes: the large merge write is refused as an ordinary write would be.
+    const other = await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'a person replaced it\n' }));
+    const stale = await mergePut(key, put.headers.etag as string, pieces, framing);
+    expect([stale.status, xmlField(stale.body, 'Code'), stale.headers['x-casket-reason']], stale.body).toEqual([412, 'PreconditionFailed', 'precondition-failed']);
+    const now = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    expect(now.ETag).toBe(other.ETag);
+  });
+
+  it('a merge write within --retain-max-size sent with Transfer-Encoding: chunked still merges', async () => {
+    const key = 'small-chunked.md';
+    const base = Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n') + '\n';
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: base }));
+    const b = await bob.read(key);
+    const theirs = edit(base, 'line 2\n', 'line 2 (a person)\n');
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: theirs }));
+    await keptAt(casket, key, base);
+    const mine = edit(base, 'line 17\n', 'line 17 (bob)\n');
+    const put = await mergePut(key, b.etag, [Buffer.from(mine.slice(0, 50)), Buffer.from(mine.slice(50))], 'chunked');
+    const merged = edit(theirs, 'line 17\n', 'line 17 (bob)\n');
+    expect([put.status, put.headers.etag, put.headers['x-casket-merged']], put.body).toEqual([200, quoted(merged), quoted(theirs)]);
   });
 });
 

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { introspect } from '../helpers/agents.js';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { bytes, failure, sdk } from '../helpers/clients.js';
+import { cleanEnv, hasPythonModule, python3 } from '../helpers/cli-tools.js';
 import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
 import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
@@ -163,31 +164,102 @@ describe('AssumeRole with the JS SDK', () => {
   });
 });
 
-describe('AssumeRole with boto3', () => {
-  it('mints at casket and writes as the agent with If-None-Match / If-Match', () => {
-    const script = `
-import json, os, sys, boto3, botocore
+const haveBoto3 = need('boto3 (python3)', hasPythonModule('boto3'));
+
+/** boto3's STS client (the admin key) and an S3 client for minted credentials, then the job. */
+const BOTO3_PRELUDE = `
+import json, os, time, boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
 url = os.environ['CASKET_URL']
+bucket = '${bucket}'
 sts = boto3.client('sts', endpoint_url=url, region_name='us-east-1',
                    aws_access_key_id=os.environ['AK'], aws_secret_access_key=os.environ['SK'])
-c = sts.assume_role(RoleArn='arn:casket:iam::agent/bob', RoleSessionName='boto-run', DurationSeconds=900)['Credentials']
-s3 = boto3.client('s3', endpoint_url=url, region_name='us-east-1',
-                  aws_access_key_id=c['AccessKeyId'], aws_secret_access_key=c['SecretAccessKey'], aws_session_token=c['SessionToken'],
-                  config=botocore.config.Config(s3={'addressing_style': 'path'}, retries={'max_attempts': 1}))
-out = {'key': c['AccessKeyId']}
-try:
-    s3.put_object(Bucket='${bucket}', Key='agents/bob/b.txt', Body=b'one')
-except botocore.exceptions.ClientError as e:
-    out['unconditional'] = e.response['ResponseMetadata']['HTTPStatusCode']
-etag = s3.put_object(Bucket='${bucket}', Key='agents/bob/b.txt', Body=b'one', IfNoneMatch='*')['ETag']
-out['second'] = s3.put_object(Bucket='${bucket}', Key='agents/bob/b.txt', Body=b'two', IfMatch=etag)['ETag']
-print(json.dumps(out))
+def s3_with(c):
+    return boto3.client('s3', endpoint_url=url, region_name='us-east-1',
+                        aws_access_key_id=c['AccessKeyId'], aws_secret_access_key=c['SecretAccessKey'], aws_session_token=c['SessionToken'],
+                        config=Config(s3={'addressing_style': 'path'}, retries={'max_attempts': 1}))
+def refusal(call):
+    """None when the call succeeds; the S3 error code and status when it is refused."""
+    try:
+        call()
+        return None
+    except ClientError as e:
+        return {'code': e.response['Error'].get('Code'), 'status': e.response['ResponseMetadata']['HTTPStatusCode']}
 `;
-    const stdout = execFileSync('python3', ['-c', script], { env: { ...process.env, CASKET_URL: casket.url, AK: casket.admin.accessKeyId, SK: casket.admin.secretAccessKey }, encoding: 'utf8' });
-    const out = JSON.parse(stdout.trim().split('\n').pop()!) as { key: string; unconditional?: number; second: string };
+
+/** Runs BOTO3_PRELUDE then `job` in python; `job` prints one JSON line last. */
+function boto3Job<T>(job: string, env: Record<string, string> = {}): T {
+  const stdout = execFileSync(python3(), ['-c', BOTO3_PRELUDE + job], {
+    env: cleanEnv({ AWS_CONFIG_FILE: '/dev/null', AWS_SHARED_CREDENTIALS_FILE: '/dev/null', CASKET_URL: casket.url, AK: casket.admin.accessKeyId, SK: casket.admin.secretAccessKey, ...env }),
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  return JSON.parse(stdout.trim().split('\n').pop()!) as T;
+}
+
+type Refused = { code: string; status: number } | null;
+
+describe.runIf(haveBoto3)('AssumeRole with boto3', () => {
+  it('mints at casket and writes as the agent with If-None-Match / If-Match', () => {
+    const out = boto3Job<{ key: string; unconditional: Refused; second: string }>(`
+c = sts.assume_role(RoleArn='arn:casket:iam::agent/bob', RoleSessionName='boto-run', DurationSeconds=900)['Credentials']
+s3 = s3_with(c)
+out = {'key': c['AccessKeyId']}
+out['unconditional'] = refusal(lambda: s3.put_object(Bucket=bucket, Key='agents/bob/b.txt', Body=b'one'))
+etag = s3.put_object(Bucket=bucket, Key='agents/bob/b.txt', Body=b'one', IfNoneMatch='*')['ETag']
+out['second'] = s3.put_object(Bucket=bucket, Key='agents/bob/b.txt', Body=b'two', IfMatch=etag)['ETag']
+print(json.dumps(out))
+`);
     expect(out.key).toMatch(/^ASIA/);
-    expect(out.unconditional).toBe(428);
+    expect(out.unconditional).toEqual({ code: 'PreconditionRequired', status: 428 });
     expect(out.second).toMatch(/^"[0-9a-f]{64}"$/);
+  });
+
+  it('a short DurationSeconds: boto3 is refused with 403 ExpiredToken once it passes', () => {
+    // boto3 checks DurationSeconds >= 900 itself: below that (--sts-min-duration)
+    // its STS client needs parameter_validation=False. Then polls (every 50 ms,
+    // 40 s at most) until casket refuses the credential.
+    const out = boto3Job<{ first: Refused; refused: Refused; refusedAt: number; expiration: number; after: Refused }>(`
+unvalidated = boto3.client('sts', endpoint_url=url, region_name='us-east-1', config=Config(parameter_validation=False),
+                           aws_access_key_id=os.environ['AK'], aws_secret_access_key=os.environ['SK'])
+c = unvalidated.assume_role(RoleArn='arn:casket:iam::agent/bob', RoleSessionName='boto-short', DurationSeconds=6)['Credentials']
+s3 = s3_with(c)
+list_bob = lambda: s3.list_objects_v2(Bucket=bucket, Prefix='agents/bob/')
+first = refusal(list_bob)
+deadline = time.time() + 40
+refused = None
+while refused is None and time.time() < deadline:
+    time.sleep(0.05)
+    refused = refusal(list_bob)
+refused_at = time.time()
+after = refusal(lambda: s3.get_object(Bucket=bucket, Key='agents/bob/b.txt'))
+print(json.dumps({'first': first, 'refused': refused, 'refusedAt': refused_at, 'expiration': c['Expiration'].timestamp(), 'after': after}))
+`);
+    expect(out.first, 'the credential works before it expires').toBeNull();
+    expect(out.refused).toEqual({ code: 'ExpiredToken', status: 403 });
+    expect(out.refusedAt).toBeGreaterThanOrEqual(out.expiration);
+    expect(out.after).toEqual({ code: 'ExpiredToken', status: 403 });
+  });
+
+  it('boto3 is refused once the admin revokes the credential', async () => {
+    const minted = boto3Job<{ credentials: { AccessKeyId: string; SecretAccessKey: string; SessionToken: string }; before: Refused }>(`
+c = sts.assume_role(RoleArn='arn:casket:iam::agent/bob', RoleSessionName='boto-revoked', DurationSeconds=900)['Credentials']
+before = refusal(lambda: s3_with(c).list_objects_v2(Bucket=bucket, Prefix='agents/bob/'))
+print(json.dumps({'credentials': {k: c[k] for k in ('AccessKeyId', 'SecretAccessKey', 'SessionToken')}, 'before': before}))
+`);
+    expect(minted.before, 'the credential works before it is revoked').toBeNull();
+    const r = await raw(casket.url, casket.admin, { method: 'DELETE', path: `/_casket/sessions/${minted.credentials.AccessKeyId}` });
+    expect({ status: r.status, body: JSON.parse(r.body) }).toEqual({ status: 200, body: { accessKeyId: minted.credentials.AccessKeyId, revoked: true } });
+    const after = boto3Job<{ list: Refused; get: Refused; put: Refused }>(`
+s3 = s3_with(json.loads(os.environ['MINTED']))
+print(json.dumps({
+    'list': refusal(lambda: s3.list_objects_v2(Bucket=bucket, Prefix='agents/bob/')),
+    'get': refusal(lambda: s3.get_object(Bucket=bucket, Key='agents/bob/b.txt')),
+    'put': refusal(lambda: s3.put_object(Bucket=bucket, Key='agents/bob/revoked.txt', Body=b'x', IfNoneMatch='*')),
+}))
+`, { MINTED: JSON.stringify(minted.credentials) });
+    expect(after).toEqual({ list: { code: 'AccessDenied', status: 403 }, get: { code: 'AccessDenied', status: 403 }, put: { code: 'AccessDenied', status: 403 } });
   });
 });
 

@@ -8,6 +8,7 @@
  * streams and kept once committed (DESIGN §6); `x-casket-merge: text` asks
  * for a three-way merge when the base is not current (s3/merge-write.ts).
  */
+import type { Payload } from '../../backends/types.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
@@ -57,25 +58,29 @@ export const PutObject: Handler = async (ctx, services) => {
   const conditions = writeConditionsFrom(ctx.headers);
   const checksum = declaredChecksum(ctx.headers);
   const retainer = services.retainer;
-  // A merge needs the base retained: with retention off, or a body larger than
-  // any retained version, the write is an ordinary one (its refusal says why).
-  if (wantsMerge(ctx) && retainer && (length === undefined || length <= retainer.maxObjectSize)) return mergeablePut(ctx, services, retainer, conditions);
   // An agent's small body is copied on its way to the backend, to keep what it wrote.
-  let kept: (() => Buffer | undefined) | undefined;
-  const keep = ctx.agent !== undefined && retainer !== undefined && (length === undefined || length <= retainer.maxObjectSize);
-  const info = await putVersion(ctx, services, {
-    conditions,
-    ...(declared !== undefined && { declaredSha256: declared }),
-    ...(length !== undefined && { contentLength: length }),
-    ...(checksum !== undefined && { declaredChecksum: checksum }),
-    body: () => {
-      const payload = ctx.payload();
-      if (!keep) return payload;
-      const copy = capture(payload.stream, retainer.maxObjectSize);
-      kept = copy.captured;
-      return { stream: copy.stream, digest: () => payload.digest() };
-    },
-  });
-  if (kept) retainer?.keep(info.etag, kept());
-  return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum) });
+  const ordinary = async (body: () => Payload, small: boolean) => {
+    let kept: (() => Buffer | undefined) | undefined;
+    const keep = ctx.agent !== undefined && retainer !== undefined && small;
+    const info = await putVersion(ctx, services, {
+      conditions,
+      ...(declared !== undefined && { declaredSha256: declared }),
+      ...(length !== undefined && { contentLength: length }),
+      ...(checksum !== undefined && { declaredChecksum: checksum }),
+      body: () => {
+        const payload = body();
+        if (!keep) return payload;
+        const copy = capture(payload.stream, retainer.maxObjectSize);
+        kept = copy.captured;
+        return { stream: copy.stream, digest: () => payload.digest() };
+      },
+    });
+    if (kept) retainer?.keep(info.etag, kept());
+    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum) });
+  };
+  // A merge needs the base retained: with retention off, or a body larger than
+  // any retained version (declared, or found as it arrives), the write is an
+  // ordinary one (its refusal says why).
+  if (wantsMerge(ctx) && retainer && (length === undefined || length <= retainer.maxObjectSize)) return mergeablePut(ctx, services, retainer, conditions, (larger) => ordinary(() => larger, false));
+  return ordinary(() => ctx.payload(), retainer !== undefined && (length === undefined || length <= retainer.maxObjectSize));
 };
