@@ -26,8 +26,13 @@ export class Retainer {
 
   /** Keeps `content` as version `etag` in the background (its hash is checked by the store). */
   keep(etag: string, content: Buffer | undefined): void {
+    void this.kept(etag, content);
+  }
+
+  /** Keeps `content` as version `etag`, resolving once it is kept (or could not be: never rejects). */
+  async kept(etag: string, content: Buffer | undefined): Promise<void> {
     if (!content || !this.eligible(etag, content.length)) return;
-    this.store.keep(etag, content).catch((err: unknown) => this.log.warn({ err, etag }, 'retention: version not kept'));
+    await this.store.keep(etag, content).catch((err: unknown) => this.log.warn({ err, etag }, 'retention: version not kept'));
   }
 
   /** Refreshes a kept version's age: true when it is kept. */

@@ -135,9 +135,9 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
       sent: `yours ${formatETag(sentETag, false)}`,
     });
     if (!merged.clean) {
-      // Both sides kept, so the link to the merge with markers can be followed.
-      retainer.keep(sentETag, sent);
-      retainer.keep(current.etag, theirs);
+      // Both sides kept before the answer, so the link to the merge with
+      // markers can be followed the moment the agent reads it.
+      await Promise.all([retainer.kept(sentETag, sent), retainer.kept(current.etag, theirs)]);
       const conflict = new Refusal('merge-conflict', bucket, key, current, base, { merge: mergePath(bucket, key, base, current.etag, sentETag), ...(e.details.diff && { diff: e.details.diff }) });
       services.guard.report(conflict, ctx.agent);
       throw conflict;

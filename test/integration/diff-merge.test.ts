@@ -103,14 +103,12 @@ async function keptAt(casket: RunningCasket, key: string, content: string) {
 }
 
 /**
- * GET a merge-conflict's <Merge> link. casket keeps the two sides it names
- * after the 412 is sent, in the background (as every kept version): followed
- * at once, the link may be a 404 NoSuchVersion for a moment.
+ * GET a merge-conflict's <Merge> link: casket keeps both sides it names
+ * before it answers the 412, so the link is served at once (README tells
+ * agents to follow it straight away).
  */
 async function fetchMergeLink(url: string, cred: Cred, link: string) {
-  let markers = await fetchSigned(url, cred, link);
-  if (markers.status === 404) await until(async () => (markers = await fetchSigned(url, cred, link)).status !== 404, 'the merge link served');
-  return markers;
+  return fetchSigned(url, cred, link);
 }
 
 /** Changed lines of a unified diff (no header lines). */
