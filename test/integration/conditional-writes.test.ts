@@ -2,7 +2,7 @@
  * S3 conditional writes (DESIGN §3) through casket, by a person (admin key,
  * no agent): If-Match / If-None-Match on PutObject, CopyObject,
  * CompleteMultipartUpload, DeleteObject; 412 with the current ETag; identical bytes
- * still refused; and the races: 16 writers, one ETag, exactly one winner; 16
+ * still refused (PutObject, CopyObject, DeleteObjects entries); and the races: 16 writers, one ETag, exactly one winner; 16
  * agents (bound keys) creating one key with the same bytes, and 8 identical
  * If-Match writes by a person: one 200, every other a 412 naming the winner.
  */
@@ -107,6 +107,26 @@ describe('other writes', () => {
     expect(await failure(t.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfMatch: quoted('x') })))).toMatchObject({ status: 412 });
     const ok = await t.s3.send(new CopyObjectCommand({ Bucket: bucket, Key: 'cdst', CopySource: `${bucket}/csrc`, IfMatch: quoted('dst') }));
     expect(ok.CopyObjectResult?.ETag).toBe(quoted('src'));
+  });
+
+  it('the counter case holds for CopyObject and DeleteObjects: a replaced version named is a 412, though the bytes now current are the ones sent', async () => {
+    // Alice and Bob read "10"; Alice makes it "11"; Bob copies an "11" of his own over it, conditioned on "10".
+    const v10 = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'counter-copy', Body: '10' }));
+    const v11 = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'counter-copy', Body: '11', IfMatch: v10.ETag }));
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'bobs-11', Body: '11' }));
+    const copy = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/counter-copy`, headers: { 'x-amz-copy-source': `/${bucket}/bobs-11`, 'if-match': v10.ETag! } });
+    expect(copy.status).toBe(412);
+    expect(errorCode(copy.body)).toBe('PreconditionFailed');
+    expect(copy.headers.etag).toBe(v11.ETag);
+    expect(copy.headers['x-casket-identical-content']).toBe('true');
+    // DeleteObjects: an entry naming the replaced version is refused in its <Error>, and the key stays.
+    const xml = `<Delete><Object><Key>counter-copy</Key><ETag>${v10.ETag}</ETag></Object></Delete>`;
+    const md5 = createHash('md5').update(xml).digest('base64');
+    const batch = await raw(t.casket.url, t.casket.admin, { method: 'POST', path: `/${bucket}?delete`, headers: { 'content-md5': md5, 'content-type': 'application/xml' }, body: xml });
+    expect(batch.status).toBe(200);
+    expect(xmlField(batch.body, 'Code')).toBe('PreconditionFailed');
+    expect(batch.body).not.toContain('<Deleted>');
+    expect((await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'counter-copy' }))).ETag).toBe(v11.ETag);
   });
 
   it('CompleteMultipartUpload honours If-None-Match: *', async () => {
