@@ -5,7 +5,8 @@
  *
  * Layout, under the state store's prefix (default `casket:`):
  *   retained:<sha256>   string, the content
- *   retained            zset <sha256> by last touch (epoch ms): oldest first
+ *   retained            zset <sha256> by last touch (epoch ms, ties broken in
+ *                       touch order: STAMP): oldest first
  *   retained:bytes      the bytes kept, kept in step by the scripts
  * Keep and touch are Lua scripts, one atomic step each (as in
  * state/redis.ts): add, expire past the TTL, and evict the oldest while over
@@ -17,6 +18,20 @@ import { Redis } from 'ioredis';
 import { sha256Hex, type Retention, type RetentionLimits } from './types.js';
 
 const TIMEOUT_MS = 3000;
+
+/**
+ * A touch's score: its time, but always after every earlier touch's — two
+ * touches in one millisecond would otherwise tie, and a zset orders ties by
+ * member, not by when they came (the eviction order would be the hashes').
+ * A thousandth of a millisecond apart is still exact at epoch-ms scale.
+ */
+const STAMP = `
+local function stamp(z, now)
+  local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
+  if #top == 2 and tonumber(top[2]) >= now then return tonumber(top[2]) + 0.001 end
+  return now
+end
+`;
 
 /** Drops everything older than the TTL, then the oldest until the total is within the budget. */
 const EVICT = `
@@ -40,11 +55,12 @@ const KEEP = `
 local z, total = KEYS[1], KEYS[2]
 local prefix, sha, content = ARGV[1], ARGV[2], ARGV[3]
 local now, ttl, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+${STAMP}
 if not redis.call('ZSCORE', z, sha) then
   redis.call('SET', prefix .. sha, content)
   redis.call('INCRBY', total, #content)
 end
-redis.call('ZADD', z, now, sha)
+redis.call('ZADD', z, stamp(z, now), sha)
 ${EVICT}
 return 1
 `;
@@ -54,9 +70,10 @@ const TOUCH = `
 local z, total = KEYS[1], KEYS[2]
 local prefix, sha = ARGV[1], ARGV[2]
 local now, ttl, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+${STAMP}
 ${EVICT}
 if sha == '' or not redis.call('ZSCORE', z, sha) then return 0 end
-redis.call('ZADD', z, now, sha)
+redis.call('ZADD', z, stamp(z, now), sha)
 return 1
 `;
 

@@ -8,7 +8,7 @@
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FileRetention } from '../../src/retention/files.js';
 import { RedisRetention } from '../../src/retention/redis.js';
 import { sha256Hex, type Retention, type RetentionLimits } from '../../src/retention/types.js';
@@ -68,6 +68,25 @@ describe.each(kinds)('%s retention', (_kind, open) => {
     expect(await r.get(sha256Hex(blob(5, 400)))).toBeUndefined();
     expect(await r.bytes()).toBeLessThanOrEqual(350);
     await r.close();
+  });
+
+  it('keeps touch order within one millisecond: the one touched first is evicted first', async () => {
+    // All in one millisecond (as on a fast machine): the order must come
+    // from the touches, not from the content hashes that tie-break a zset.
+    const frozen = vi.spyOn(Date, 'now').mockReturnValue(Date.now());
+    try {
+      for (const order of [[11, 12, 13], [13, 12, 11], [12, 11, 13]]) {
+        const r = await open({ maxBytes: 350, ttlMs: 60_000 });
+        for (const n of order) await r.keep(sha256Hex(blob(n)), blob(n));
+        await r.touch(sha256Hex(blob(order[0]!))); // order[1] is now the oldest
+        await r.keep(sha256Hex(blob(14)), blob(14));
+        expect(await r.get(sha256Hex(blob(order[1]!))), `kept ${order.join(',')}, touched ${order[0]}`).toBeUndefined();
+        for (const n of [order[0]!, order[2]!, 14]) expect(await r.get(sha256Hex(blob(n))), `kept ${order.join(',')}: ${n}`).toEqual(blob(n));
+        await r.close();
+      }
+    } finally {
+      frozen.mockRestore();
+    }
   });
 
   it('forgets content past the TTL', async () => {
