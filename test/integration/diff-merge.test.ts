@@ -15,7 +15,6 @@ import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { introspect } from '../helpers/agents.js';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { hasPythonModule } from '../helpers/cli-tools.js';
 import { until } from '../helpers/poll.js';

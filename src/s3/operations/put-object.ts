@@ -12,7 +12,6 @@ import type { Payload } from '../../backends/types.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
-import { requireKey } from '../context.js';
 import { checksumHeaders, declaredChecksum } from '../checksum-headers.js';
 import { emptyResponse } from '../respond.js';
 import { capture } from '../capture.js';
