@@ -15,9 +15,11 @@
  *   same bytes in a directory next to casket's data dir (GET: read the file
  *   back) — and SHA-256 of the same bytes on this CPU (one core);
  * - upstream (moto, and Ceph RGW: --rgw, CASKET_BENCH_RGW_URL, or found
- *   answering on 127.0.0.1:18080): the upstream direct, and nginx as a plain
- *   streaming reverse proxy to the same upstream (the floor any proxy pays);
- *   casket → upstream is compared with both, side by side (issue 11).
+ *   answering on 127.0.0.1:18080): the upstream direct, nginx as a plain
+ *   streaming reverse proxy to the same upstream (the floor any proxy pays),
+ *   and `node`, a bare Node.js pass-through proxy (bench/node-proxy.mjs: the
+ *   floor any proxy written for Node pays); casket → upstream is compared
+ *   with all three, side by side (issue 11).
  * PutObject bodies go in the forms clients send (payload.mjs): signed hex,
  * UNSIGNED-PAYLOAD, and the SDK's aws-chunked with a CRC32 trailer; every
  * form is sent to the baselines too, unless the upstream refuses it (said in
@@ -43,7 +45,7 @@ import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { S3Client, errorCode } from './bench/client.mjs';
 import { checkFastSigner, sha256hex } from './bench/signer.mjs';
-import { cpuMs, memory, NotAvailable, resetPeak, startCasket, startMoto, startNginx, stop, stopAll, trackDir } from './bench/processes.mjs';
+import { cpuMs, memory, NotAvailable, resetPeak, startCasket, startMoto, startNginx, startNodeProxy, stop, stopAll, trackDir } from './bench/processes.mjs';
 import { checkPayloadModes, encodePayload, PAYLOAD_MODES } from './bench/payload.mjs';
 import { fmt, median, parseSize, pct, percentile, sizeName, table } from './bench/stats.mjs';
 import { formatSummary, summarise } from './cpuprofile-summary.mjs';
@@ -97,7 +99,7 @@ const HELP = `usage: node scripts/bench.mjs [options]
   --profile DIR         also run casket under node --cpu-prof (a fresh casket per phase) for
                         PUT and GET at c=8 on the embedded store, and through moto and RGW
                         (those found) when the upstream target is selected; summaries go to
-                        DIR/<phase>/summary.txt
+                        DIR/<phase>/summary.txt; PutObject once per --payloads form
   --profile-sizes LIST  object sizes to profile (default 4k)
   --profile-duration S  seconds per profiled phase (default 10)
   --json FILE           write all results as JSON
@@ -598,7 +600,7 @@ async function planForm(form, accepts, upName, report) {
       const l = await accepts('direct', 'chunked-crc32-length');
       why += l.ok ? '; it takes the same body with its exact Content-Length' : `; with its exact Content-Length instead of Transfer-Encoding: chunked, ${l.why}`;
     }
-    if (accepts.has('nginx')) say(`${upName} direct refuses ${form} (${why}): ${form} cells compare casket with nginx only`);
+    if (accepts.has('nginx')) say(`${upName} direct refuses ${form} (${why}): ${form} cells compare casket with the proxies only`);
     else {
       const f = await fallback('direct');
       say(`${upName} direct refuses ${form} (${why}); no nginx: direct sends ${f ?? 'nothing (left out)'} in ${form} cells`);
@@ -608,15 +610,16 @@ async function planForm(form, accepts, upName, report) {
       }
     }
   }
-  if (accepts.has('nginx')) {
-    const n = await accepts('nginx', form);
-    if (n.ok) targets.push('nginx');
+  for (const proxy of ['nginx', 'node']) {
+    if (!accepts.has(proxy)) continue;
+    const n = await accepts(proxy, form);
+    if (n.ok) targets.push(proxy);
     else {
-      const f = await fallback('nginx');
-      say(`nginx → ${upName} refuses ${form} (${n.why}): nginx sends ${f ? `the same bytes as ${f}` : 'nothing (left out)'} in ${form} cells`);
+      const f = await fallback(proxy);
+      say(`${proxy} → ${upName} refuses ${form} (${n.why}): ${proxy} sends ${f ? `the same bytes as ${f}` : 'nothing (left out)'} in ${form} cells`);
       if (f) {
-        targets.push('nginx');
-        sent.nginx = f;
+        targets.push(proxy);
+        sent[proxy] = f;
       }
     }
   }
@@ -628,7 +631,7 @@ async function planForm(form, accepts, upName, report) {
       report.refusals.push({ upstream: upName, target: 'casket', form, why: c.why });
     }
   }
-  const ref = ['direct', 'nginx', 'casket'].find((x) => targets.includes(x));
+  const ref = ['direct', 'nginx', 'node', 'casket'].find((x) => targets.includes(x));
   return { targets, sent, ref };
 }
 
@@ -891,8 +894,11 @@ async function profile(opts, env) {
   try {
     for (const backend of backends) {
       for (const size of opts.profileSizes) {
-        for (const op of ['PutObject', 'GetObject']) {
-          const label = `${backend.name}-${op === 'PutObject' ? 'put' : 'get'}-${sizeName(size).replace(' ', '').toLowerCase()}`;
+        // PutObject once per body form asked for (--payloads; signed by default).
+        const runs = [...(opts.payloads ?? ['signed']).map((payload) => ({ op: 'PutObject', payload })), { op: 'GetObject' }];
+        for (const { op, payload } of runs) {
+          const form = payload && payload !== 'signed' ? `-${payload}` : '';
+          const label = `${backend.name}-${op === 'PutObject' ? 'put' : 'get'}${form}-${sizeName(size).replace(' ', '').toLowerCase()}`;
           const dir = join(opts.profile, label);
           rmSync(dir, { recursive: true, force: true });
           mkdirSync(dir, { recursive: true });
@@ -913,7 +919,7 @@ async function profile(opts, env) {
             if (op === 'GetObject') await preloadGets(client, 'p/', size, conc);
             client.close();
             const target = s3Target('casket', { url: casket.url, cred: env.admin, prefix: 'p/', pid: casket.pid, signer: opts.signer });
-            const p = await target.prepare({ op, size, conc, kind: op === 'PutObject' ? 'put' : 'get' });
+            const p = await target.prepare({ op, size, conc, kind: op === 'PutObject' ? 'put' : 'get', ...(payload && { payload }) });
             const m = await measure(p.workers, opts.profileDuration, casket.pid);
             p.done();
             log(`    profiled ${label} c=${conc}: ${fmt(m.reqPerS)} req/s, ${fmt(m.mibPerS)} MiB/s, p50 ${fmt(m.p50, 2)} ms, casket ${fmt(m.serverCpuUsPerOp, 0)} µs CPU/op`);
@@ -1086,6 +1092,15 @@ async function main() {
           report.unavailable.push({ what: `nginx → ${up.name}`, reason: e.message });
           log(`   nginx → ${up.name}: not available — ${e.message}`);
         }
+        let nodeProxy;
+        try {
+          nodeProxy = await startNodeProxy({ dir: mkdirp(join(tmp, `node-proxy-${up.name}`)), upstreamUrl: server.url });
+          started.push(nodeProxy.child);
+          log(`   node-proxy pid ${nodeProxy.pid} at ${nodeProxy.url} → ${server.url}`);
+        } catch (e) {
+          report.unavailable.push({ what: `node-proxy → ${up.name}`, reason: e.message });
+          log(`   node-proxy → ${up.name}: not available — ${e.message}`);
+        }
         let casket;
         try {
           casket = await startCasket({
@@ -1101,14 +1116,16 @@ async function main() {
         }
         const t = { direct: s3Target('direct', { url: server.url, cred: up.cred, prefix: 'd/', pid: server.pid, signer: opts.signer }) };
         if (nginx) t.nginx = s3Target('nginx', { url: nginx.url, cred: up.cred, prefix: 'n/', getPrefix: 'd/', pid: nginx.pid, signer: opts.signer });
+        if (nodeProxy) t.node = s3Target('node', { url: nodeProxy.url, cred: up.cred, prefix: 'o/', getPrefix: 'd/', pid: nodeProxy.pid, signer: opts.signer });
         if (casket) t.casket = s3Target('casket', { url: casket.url, cred: admin, prefix: 'c/', pid: casket.pid, signer: opts.signer });
         const list = Object.values(t);
         if (phases.has('put')) {
           const clients = { direct };
           if (nginx) clients.nginx = new S3Client(nginx.url, up.cred, { signer: opts.signer });
+          if (nodeProxy) clients.node = new S3Client(nodeProxy.url, up.cred, { signer: opts.signer });
           if (casket) clients.casket = new S3Client(casket.url, admin, { signer: opts.signer });
           if (clients.casket) await createBucket(clients.casket).catch(() => {});
-          const accepts = formProber(clients, { direct: 'd/', nginx: 'n/', casket: 'c/' });
+          const accepts = formProber(clients, { direct: 'd/', nginx: 'n/', node: 'o/', casket: 'c/' });
           for (const size of sizes) {
             for (const payload of payloadsFor(opts, size, true)) {
               const plan = await planForm(payload, accepts, up.name, report);
@@ -1344,7 +1361,10 @@ function issue11Goals(report, opts) {
     const r = c.reqPerS / b.reqPerS;
     const unit = cell.size >= MiB ? ['mibPerS', 'MiB/s'] : ['reqPerS', 'req/s'];
     const sentAs = cell.sent?.[against] ? `; ${against} sent ${cell.sent[against]} (${name} refuses ${form} direct)` : '';
-    out.push({ goal, status: r >= 0.9 ? 'PASS' : 'MISS', figure: `${fmt(r, 2)}× (${fmt(c[unit[0]])} vs ${fmt(b[unit[0]])} ${unit[1]}, ${c.runs.length} runs)`, note: sentAs.slice(2) });
+    // The floor for any Node.js proxy, measured in the same cell: where it is itself under 0.9×, so is every Node program.
+    const n = cell.results.node;
+    const floor = n && against !== 'node' ? `; bare Node proxy ${fmt(n.reqPerS / b.reqPerS, 2)}× ${against}, casket ${fmt(c.reqPerS / n.reqPerS, 2)}× it` : '';
+    out.push({ goal, status: r >= 0.9 ? 'PASS' : 'MISS', figure: `${fmt(r, 2)}× (${fmt(c[unit[0]])} vs ${fmt(b[unit[0]])} ${unit[1]}, ${c.runs.length} runs)`, note: (sentAs + floor).slice(2) });
   };
   for (const op of ['PutObject', 'GetObject']) {
     const cell = findCell(report, group, op === 'PutObject' ? 'put' : 'get', op, 4096, GOAL_CONC);
@@ -1396,6 +1416,7 @@ function print(report, opts) {
       let ratio = ref ? `${fmt(r.reqPerS / ref.reqPerS, 2)}× ${refName}` : '(ref)';
       if (name === 'sha256') ratio = `casket ${pct(cell.results.casket.mibPerS / r.mibPerS)} of it`;
       if (name === 'casket' && cell.results.nginx && refName !== 'nginx') ratio += `, ${fmt(r.reqPerS / cell.results.nginx.reqPerS, 2)}× nginx`;
+      if (name === 'node' && cell.results.nginx && refName !== 'nginx') ratio += `, ${fmt(r.reqPerS / cell.results.nginx.reqPerS, 2)}× nginx`;
       // A baseline sending another form than the cell's (its upstream refuses the cell's) says which.
       const shown = cell.sent?.[name] ? `${name} as ${cell.sent[name]}` : name;
       rows.push([cell.group, phase, sizeName(cell.size), cell.conc, shown, fmt(r.reqPerS), fmt(r.mibPerS), fmt(r.p50, 2), fmt(r.p99, 2), ratio, fmt(r.serverCpuUsPerOp, 0), fmt(r.benchCpuUsPerOp, 0), r.errors || '']);
@@ -1409,14 +1430,14 @@ function print(report, opts) {
     put('casket in front of each upstream, side by side: req/s ratios (= MiB/s ratios within a cell) and server CPU per request');
     put(
       table(
-        ['group', 'phase', 'size', 'c', 'casket req/s', 'casket MiB/s', 'casket/direct', 'casket/nginx', 'nginx/direct', 'casket µs/op', 'nginx µs/op', 'direct µs/op'],
+        ['group', 'phase', 'size', 'c', 'casket req/s', 'casket MiB/s', 'casket/direct', 'casket/nginx', 'nginx/direct', 'node/nginx', 'casket/node', 'casket µs/op', 'nginx µs/op', 'node µs/op', 'direct µs/op'],
         upCells.map((cell) => {
-          const { casket, nginx, direct } = cell.results;
+          const { casket, nginx, node, direct } = cell.results;
           const ratio = (a, b, who) => (a && b ? `${fmt(a.reqPerS / b.reqPerS, 2)}×${cell.sent?.[who] ? ` (${who} ${cell.sent[who]})` : ''}` : '—');
           return [
             cell.group, cell.kind === 'put' ? `PutObject ${cell.payload ?? 'signed'}` : cell.op, sizeName(cell.size), cell.conc,
-            fmt(casket.reqPerS), fmt(casket.mibPerS), ratio(casket, direct, 'direct'), ratio(casket, nginx, 'nginx'), ratio(nginx, direct, 'nginx'),
-            fmt(casket.serverCpuUsPerOp, 0), fmt(nginx?.serverCpuUsPerOp, 0), fmt(direct?.serverCpuUsPerOp, 0),
+            fmt(casket.reqPerS), fmt(casket.mibPerS), ratio(casket, direct, 'direct'), ratio(casket, nginx, 'nginx'), ratio(nginx, direct, 'nginx'), ratio(node, nginx, 'node'), ratio(casket, node, 'node'),
+            fmt(casket.serverCpuUsPerOp, 0), fmt(nginx?.serverCpuUsPerOp, 0), fmt(node?.serverCpuUsPerOp, 0), fmt(direct?.serverCpuUsPerOp, 0),
           ];
         }),
       ),

@@ -9,6 +9,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, openSync, closeSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 const children = new Set();
 const dirs = new Set();
@@ -273,5 +274,18 @@ http {
     throw new NotAvailable(`nginx did not start: ${tail(join(dir, 'error.log'), 500)} ${tail(logFile, 500)}`);
   }
   child.extraPids.push(...childPids(child.pid));
+  return { ...child, child, url: `http://127.0.0.1:${port}` };
+}
+
+/** A bare Node.js pass-through proxy (node-proxy.mjs) to the same upstream: Node's own floor. */
+export async function startNodeProxy({ dir, upstreamUrl, timeoutMs = 10000 }) {
+  const port = await freePort();
+  const logFile = join(dir, 'node-proxy.log');
+  const script = fileURLToPath(new URL('./node-proxy.mjs', import.meta.url));
+  const child = start('node-proxy', process.execPath, [script, String(port), upstreamUrl], { logFile });
+  if (!(await waitHttp(port, timeoutMs, child))) {
+    await stop(child);
+    throw new NotAvailable(`node-proxy did not start: ${tail(logFile, 500)}`);
+  }
   return { ...child, child, url: `http://127.0.0.1:${port}` };
 }
