@@ -66,6 +66,11 @@ const GOAL_CONC = 8;
 const HELP = `usage: node scripts/bench.mjs [options]
 
   --duration S          seconds per measured run (default 3; --quick 1)
+  --warmup S            seconds of unmeasured 4 KiB PUT+GET at c=8 against every server before
+                        its first cell (default 10; --quick 3): a proxy that runs for days is
+                        JIT-compiled, and a cold Node process is measured compiling (V8's
+                        compiler threads count as its CPU: ~40% more per 4 KiB request in the
+                        first seconds, measured)
   --runs N              runs per cell, alternating with the baseline (default 3, min 3)
   --quick               duration 1, concurrency 1,8, big object 64 MiB, PutObject payload
                         forms other than signed only at c=8, no moto when RGW is found
@@ -112,7 +117,7 @@ function parseOptions(argv) {
   const o = {
     duration: 3, runs: 3, phases: ['put', 'get', 'cond', 'contended', 'big'], targets: ['embedded', 'upstream'],
     sizes: [4 * 1024, 8 * MiB], concurrency: [1, 8, 32], agents: 4, bigSize: 1024 * MiB, moto: true,
-    signer: 'fast', casketArgs: [], profileDuration: 10, profileSizes: [4 * 1024], maxTime: 3600, keep: false, quick: false,
+    signer: 'fast', casketArgs: [], profileDuration: 10, profileSizes: [4 * 1024], maxTime: 3600, keep: false, quick: false, warmup: 10,
     payloads: undefined, rgwProbe: true,
   };
   const explicit = new Set();
@@ -125,6 +130,7 @@ function parseOptions(argv) {
     switch (a) {
       case '--help': case '-h': process.stdout.write(HELP); process.exit(0);
       case '--duration': o.duration = Number(next()); break;
+      case '--warmup': o.warmup = Number(next()); break;
       case '--runs': o.runs = Math.max(3, Number(next())); break;
       case '--quick': o.quick = true; break;
       case '--phases': o.phases = next().split(','); break;
@@ -155,6 +161,7 @@ function parseOptions(argv) {
   }
   if (o.quick) {
     if (!explicit.has('--duration')) o.duration = 1;
+    if (!explicit.has('--warmup')) o.warmup = 3;
     if (!explicit.has('--concurrency')) o.concurrency = [1, 8];
     if (!explicit.has('--big-size')) o.bigSize = 64 * MiB;
   }
@@ -418,6 +425,26 @@ async function runCell(cell, targets, opts) {
 function s3Target(name, { url, cred, bucket = BUCKET, prefix, pid, signer, mode = 'plain', getPrefix }) {
   return {
     name,
+    /** 4 KiB PutObject + GetObject at c=8 for `seconds`, unmeasured: see --warmup. */
+    async warm(seconds) {
+      const client = new S3Client(url, cred, { signer, maxSockets: 8 });
+      const pool = bodyPool(4096);
+      const end = performance.now() + seconds * 1000;
+      try {
+        await Promise.all(
+          Array.from({ length: 8 }, async (_, w) => {
+            const path = `/${bucket}/${prefix}warm/w${w}`;
+            for (let n = w; performance.now() < end; n++) {
+              const b = pool[n % pool.length];
+              expectStatus(await client.request('PUT', path, { body: b.buf, payloadHash: b.hash, timeoutMs: 30_000 }), 200, 'PutObject (warm-up)');
+              expectStatus(await client.request('GET', path, { timeoutMs: 30_000 }), 200, 'GetObject (warm-up)');
+            }
+          }),
+        );
+      } finally {
+        client.close();
+      }
+    },
     async prepare(cell) {
       const client = new S3Client(url, cred, { signer, maxSockets: cell.conc });
       const timeoutMs = cell.size > 64 * MiB ? 600_000 : 120_000;
@@ -1021,6 +1048,10 @@ async function main() {
       const disk = diskTarget(join(tmp, 'raw'));
       const sha = shaTarget();
       const ck = s3Target('casket', { url: casket.url, cred: admin, prefix: '', pid: casket.pid, signer: opts.signer });
+      if (opts.warmup > 0) {
+        log(`   warm-up: ${opts.warmup} s of 4 KiB PUT+GET, c=8`);
+        await ck.warm(opts.warmup);
+      }
       if (phases.has('put')) {
         for (const size of sizes) {
           for (const payload of payloadsFor(opts, size, false)) {
@@ -1119,6 +1150,15 @@ async function main() {
         if (nodeProxy) t.node = s3Target('node', { url: nodeProxy.url, cred: up.cred, prefix: 'o/', getPrefix: 'd/', pid: nodeProxy.pid, signer: opts.signer });
         if (casket) t.casket = s3Target('casket', { url: casket.url, cred: admin, prefix: 'c/', pid: casket.pid, signer: opts.signer });
         const list = Object.values(t);
+        if (opts.warmup > 0) {
+          if (casket) {
+            const cc = new S3Client(casket.url, admin, { signer: opts.signer, maxSockets: 1 });
+            await createBucket(cc).catch(() => {});
+            cc.close();
+          }
+          log(`   warm-up: ${opts.warmup} s of 4 KiB PUT+GET, c=8, against each of ${list.map((x) => x.name).join(', ')}`);
+          for (const x of list) await x.warm(opts.warmup);
+        }
         if (phases.has('put')) {
           const clients = { direct };
           if (nginx) clients.nginx = new S3Client(nginx.url, up.cred, { signer: opts.signer });
