@@ -158,6 +158,18 @@ export interface PutObjectOptions extends WriteOptions {
   declaredChecksum?: PartChecksum;
 }
 
+/**
+ * What UploadPart knows of a part before its body (an upstream backend may
+ * stream the part through instead of receiving it first; the embedded store
+ * ignores it). The payload still verifies both.
+ */
+export interface UploadPartOptions {
+  /** Decoded length the part must have, when the request states it. */
+  contentLength?: number;
+  /** SHA-256 (hex) the part must have: a signed literal x-amz-content-sha256, or x-amz-checksum-sha256. */
+  declaredSha256?: string;
+}
+
 export interface ByteRange {
   /** Inclusive. */
   start: number;
@@ -316,7 +328,8 @@ export interface Backend {
 
   /** `writer`: the agent starting the upload (an upstream must store it now; the embedded store takes it at completion). */
   createMultipartUpload(bucket: string, key: string, headers: ObjectHeaders, metadata: Record<string, string>, writer?: string, checksum?: UploadChecksum): Promise<MultipartUploadInfo>;
-  uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo>;
+  /** `payload` must be asked for its MD5 (the part ETag). */
+  uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload, options?: UploadPartOptions): Promise<PartInfo>;
   completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo>;
   abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void>;
   listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult>;

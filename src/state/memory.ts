@@ -14,7 +14,8 @@ export class MemoryStateStore implements StateStore {
   /** Newest entry per bucket/key (lastWrite), trimmed with the log. */
   private readonly last = new Map<string, WriteLogEntry>();
   private readonly index = new Map<string, string>();
-  private readonly parts = new Map<string, Map<number, PartDigest>>();
+  /** uploadId -> `<partNumber> <md5>` -> digest, in recording order. */
+  private readonly parts = new Map<string, Map<string, PartDigest>>();
   private readonly sessions = new Map<string, SessionRecord>();
 
   constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
@@ -104,10 +105,14 @@ export class MemoryStateStore implements StateStore {
   async putPartDigest(uploadId: string, part: PartDigest): Promise<void> {
     let upload = this.parts.get(uploadId);
     if (!upload) this.parts.set(uploadId, (upload = new Map()));
-    upload.set(part.partNumber, part);
+    // Deleted first: a Map keeps insertion order, so a re-recorded digest becomes the latest.
+    const id = `${part.partNumber} ${part.md5}`;
+    upload.delete(id);
+    upload.set(id, part);
   }
 
   async getPartDigests(uploadId: string): Promise<PartDigest[]> {
+    // A stable sort: recording order within a part number.
     return [...(this.parts.get(uploadId)?.values() ?? [])].sort((a, b) => a.partNumber - b.partNumber);
   }
 

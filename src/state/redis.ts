@@ -32,7 +32,10 @@
  *   last-write:<json>   string, PX ttl: the newest write-log entry of JSON [bucket, key]
  *   etag-index:<json>   string, PX ttl: one key per (bucket, key, upstream ETag), so
  *                       each entry expires on its own (hash fields expire only in 7.4+)
- *   parts:<uploadId>    hash partNumber -> JSON digest, PEXPIRE ttl on every put
+ *   parts:<uploadId>    hash `<partNumber> <md5>` -> `<seq> <JSON digest>`, and `seq`
+ *                       the counter that orders the digests of one part number
+ *                       (PUT_PART_DIGEST); PEXPIRE ttl on every put. Older caskets
+ *                       wrote `<partNumber>` -> `<JSON digest>`: read as oldest.
  *   session:<accessKey> string, JSON SessionRecord, PX until SESSION_GRACE_MS past
  *                       its expiry (STS credentials every replica honours)
  * where <id> = JSON [agent, bucket, key], unambiguous whatever the names hold.
@@ -124,8 +127,19 @@ end
 return { etag, int(size), fullFlag, covered, int(now) }
 `;
 
-interface StampScripts {
+/**
+ * KEYS: the upload's parts hash. ARGV: field `<partNumber> <md5>`, JSON
+ * digest, ttlMs. One step, so the counter orders the digests as recorded.
+ */
+const PUT_PART_DIGEST = `
+local seq = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('HSET', KEYS[1], ARGV[1], seq .. ' ' .. ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+`;
+
+interface Scripts {
   touchStamp(...keysAndArgs: Array<string | number>): Promise<string[]>;
+  putPartDigest(...keysAndArgs: Array<string | number>): Promise<unknown>;
 }
 
 /** A write-log entry as JSON in Redis: the time as epoch ms. */
@@ -161,7 +175,7 @@ function describe(url: string): string {
 
 export class RedisStateStore implements StateStore {
   private constructor(
-    private readonly redis: Redis & StampScripts,
+    private readonly redis: Redis & Scripts,
     private readonly limits: StateLimits,
     private readonly prefix: string,
   ) {}
@@ -191,7 +205,8 @@ export class RedisStateStore implements StateStore {
       throw new Error(`cannot connect to Redis at ${describe(url)}: ${(error as Error).message}`, { cause: error });
     }
     redis.defineCommand('touchStamp', { numberOfKeys: 4, lua: TOUCH_STAMP });
-    return new RedisStateStore(redis as Redis & StampScripts, limits, options.prefix ?? 'casket:');
+    redis.defineCommand('putPartDigest', { numberOfKeys: 1, lua: PUT_PART_DIGEST });
+    return new RedisStateStore(redis as Redis & Scripts, limits, options.prefix ?? 'casket:');
   }
 
   private id(agent: string, bucket: string, key: string): string {
@@ -295,16 +310,21 @@ export class RedisStateStore implements StateStore {
   }
 
   async putPartDigest(uploadId: string, part: PartDigest): Promise<void> {
-    const parts = `${this.prefix}parts:${uploadId}`;
     const { partNumber, ...digest } = part;
-    await exec(this.redis.multi().hset(parts, String(partNumber), JSON.stringify(digest)).pexpire(parts, this.limits.ttlMs));
+    await this.redis.putPartDigest(`${this.prefix}parts:${uploadId}`, `${partNumber} ${part.md5}`, JSON.stringify(digest), this.limits.ttlMs);
   }
 
   async getPartDigests(uploadId: string): Promise<PartDigest[]> {
     const fields = await this.redis.hgetall(`${this.prefix}parts:${uploadId}`);
-    return Object.entries(fields)
-      .map(([partNumber, digest]) => ({ partNumber: Number(partNumber), ...(JSON.parse(digest) as Omit<PartDigest, 'partNumber'>) }))
-      .sort((a, b) => a.partNumber - b.partNumber);
+    const recorded: Array<{ seq: number; part: PartDigest }> = [];
+    for (const [field, value] of Object.entries(fields)) {
+      if (!/^\d/.test(field)) continue; // the counter
+      // `<seq> <JSON>`; an older casket's plain `<JSON>` is older than any.
+      const space = value.startsWith('{') ? -1 : value.indexOf(' ');
+      const digest = JSON.parse(value.slice(space + 1)) as Omit<PartDigest, 'partNumber'>;
+      recorded.push({ seq: space < 0 ? 0 : Number(value.slice(0, space)), part: { partNumber: parseInt(field, 10), ...digest } });
+    }
+    return recorded.sort((a, b) => a.part.partNumber - b.part.partNumber || a.seq - b.seq).map((r) => r.part);
   }
 
   async deletePartDigests(uploadId: string): Promise<void> {

@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS part_digests (
   upload_id TEXT NOT NULL, part_number INTEGER NOT NULL, sha256 TEXT NOT NULL, md5 TEXT NOT NULL, size INTEGER NOT NULL, at INTEGER NOT NULL,
   PRIMARY KEY (upload_id, part_number)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS part_digests_by_md5 (
+  upload_id TEXT NOT NULL, part_number INTEGER NOT NULL, md5 TEXT NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, checksum TEXT, at INTEGER NOT NULL,
+  UNIQUE (upload_id, part_number, md5)
+);
 CREATE TABLE IF NOT EXISTS sessions (
   access_key TEXT PRIMARY KEY, record TEXT NOT NULL, keep_until INTEGER NOT NULL
 ) WITHOUT ROWID;
@@ -91,6 +95,15 @@ export class SqliteStateStore implements StateStore {
     // ... and before flexible checksums.
     const partColumns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('part_digests')").all();
     if (!partColumns.some((c) => c.name === 'checksum')) this.db.exec('ALTER TABLE part_digests ADD COLUMN checksum TEXT');
+    // part_digests held one digest per part number; part_digests_by_md5 holds
+    // one per (part number, MD5), in recording order (its rowid: a replaced
+    // row is inserted anew, so it becomes the latest). What an older casket
+    // recorded moves over, as older than anything recorded since; the old
+    // table stays (empty) for an older casket opening this file.
+    this.db.transaction(() => {
+      this.db.exec('INSERT OR IGNORE INTO part_digests_by_md5 (upload_id, part_number, md5, sha256, size, checksum, at) SELECT upload_id, part_number, md5, sha256, size, checksum, at FROM part_digests ORDER BY at');
+      this.db.exec('DELETE FROM part_digests');
+    })();
     this.q = {
       getStamp: this.db.prepare<[string, string, string], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
       putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
@@ -99,9 +112,9 @@ export class SqliteStateStore implements StateStore {
       appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
       putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
-      putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests (upload_id, part_number, sha256, md5, size, at, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)'),
-      getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number; checksum: string | null }>('SELECT part_number, sha256, md5, size, checksum FROM part_digests WHERE upload_id = ? ORDER BY part_number'),
-      deleteParts: this.db.prepare('DELETE FROM part_digests WHERE upload_id = ?'),
+      putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests_by_md5 (upload_id, part_number, md5, sha256, size, checksum, at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
+      getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number; checksum: string | null }>('SELECT part_number, sha256, md5, size, checksum FROM part_digests_by_md5 WHERE upload_id = ? ORDER BY part_number, rowid'),
+      deleteParts: this.db.prepare('DELETE FROM part_digests_by_md5 WHERE upload_id = ?'),
       putSession: this.db.prepare('INSERT OR REPLACE INTO sessions (access_key, record, keep_until) VALUES (?, ?, ?)'),
       getSession: this.db.prepare<[string, number], { record: string }>('SELECT record FROM sessions WHERE access_key = ? AND keep_until >= ?'),
     };
@@ -118,7 +131,7 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM stamps WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM write_log WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
-      this.db.prepare('DELETE FROM part_digests WHERE at < ?').run(cutoff);
+      this.db.prepare('DELETE FROM part_digests_by_md5 WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE keep_until < ?').run(Date.now());
       this.db.prepare('DELETE FROM sessions WHERE access_key IN (SELECT access_key FROM sessions ORDER BY keep_until DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
@@ -250,7 +263,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   async putPartDigest(uploadId: string, p: PartDigest): Promise<void> {
-    this.q.putPart.run(uploadId, p.partNumber, p.sha256, p.md5, p.size, Date.now(), p.checksum ?? null);
+    this.q.putPart.run(uploadId, p.partNumber, p.md5, p.sha256, p.size, p.checksum ?? null, Date.now());
   }
 
   async getPartDigests(uploadId: string): Promise<PartDigest[]> {

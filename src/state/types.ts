@@ -134,8 +134,15 @@ export interface StateStore {
   getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined>;
   putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void>;
 
-  /** s3 backend: digests of an uploaded part, for the composite ETag at completion. */
+  /**
+   * s3 backend: digests of an uploaded part, for the composite ETag at
+   * completion. Kept per (part number, MD5): a part number sent several
+   * times (concurrently, or retried with other bytes) has several, and
+   * completion takes the one whose MD5 is the part the upstream holds. A put
+   * of a (part number, MD5) already recorded replaces it and makes it the latest.
+   */
   putPartDigest(uploadId: string, part: PartDigest): Promise<void>;
+  /** Every digest recorded for the upload, by part number, and for one part number oldest first. */
   getPartDigests(uploadId: string): Promise<PartDigest[]>;
   deletePartDigests(uploadId: string): Promise<void>;
 

@@ -13,6 +13,13 @@ and so does Ceph RGW. So the writes that check a condition run under one lock
 here, after their body has been read (moto reads it before dispatch), so a
 slow body never holds the lock.
 
+Also under that lock: UploadPart. moto 5.2 stores a part, then reads its
+ETag back from the part's buffer; a second upload of the same part number
+in between closes that buffer (it replaces the part), so the first answers
+500 ("I/O operation on closed file", moto/s3/models.py etag). AWS S3 and
+Ceph RGW take concurrent uploads of one part number, and casket streams
+them concurrently (src/backends/s3/multipart.ts).
+
 Also: the parent's death ends this server (PR_SET_PDEATHSIG), so a test
 worker that dies leaves no moto behind.
 
@@ -40,8 +47,9 @@ def _atomic(method):
 
 
 # PutObject, CopyObject, DeleteObject, DeleteObjects, and POSTs on a key
-# (CompleteMultipartUpload): each checks its condition, then writes.
-for name in ("put_object", "copy_object", "delete_object", "_bucket_response_delete_keys", "_key_response_post"):
+# (CompleteMultipartUpload): each checks its condition, then writes. And
+# UploadPart (see above).
+for name in ("put_object", "copy_object", "delete_object", "_bucket_response_delete_keys", "_key_response_post", "upload_part"):
     setattr(S3Response, name, _atomic(getattr(S3Response, name)))
 
 main(["-H", sys.argv[1], "-p", sys.argv[2]])

@@ -12,11 +12,13 @@
  * with `it.fails`, so the suite stays green while the gap is open and turns
  * red the day it is fixed, asking for the entry to be removed.
  */
+import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { openSqlite } from '../../src/sqlite.js';
 import { MemoryStateStore } from '../../src/state/memory.js';
 import { RedisStateStore } from '../../src/state/redis.js';
 import { SqliteStateStore } from '../../src/state/sqlite.js';
@@ -407,20 +409,39 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await state.getIndexedETag('b', 'k', 'up1')).toBe('sha-1b');
     });
 
-    it('part digests: put in any order, read back by part number, replaced on re-upload, deleted', async () => {
+    const part = (partNumber: number, tag: string, md5 = `md5-${tag}`) => ({ partNumber, sha256: `sha-${tag}`, md5, size: partNumber * 100, ...(partNumber === 3 && { checksum: `crc32 ${tag}AAAA==` }) });
+
+    it('part digests: put in any order, read back by part number, every MD5 of a part number kept, deleted', async () => {
       const state = await open();
-      const part = (partNumber: number, tag: string) => ({ partNumber, sha256: `sha-${tag}`, md5: `md5-${tag}`, size: partNumber * 100, ...(partNumber === 3 && { checksum: `crc32 ${tag}AAAA==` }) });
       await state.putPartDigest('up-1', part(3, 'c'));
       await state.putPartDigest('up-1', part(1, 'a'));
       await state.putPartDigest('up-1', part(10, 'j'));
       await state.putPartDigest('up-1', part(2, 'b'));
       await state.putPartDigest('up-1', part(2, 'b2'));
       await state.putPartDigest('up-2', part(1, 'other'));
-      expect(await state.getPartDigests('up-1')).toEqual([part(1, 'a'), part(2, 'b2'), part(3, 'c'), part(10, 'j')]);
+      expect(await state.getPartDigests('up-1')).toEqual([part(1, 'a'), part(2, 'b'), part(2, 'b2'), part(3, 'c'), part(10, 'j')]);
       await state.deletePartDigests('up-1');
       expect(await state.getPartDigests('up-1')).toEqual([]);
       expect(await state.getPartDigests('up-2')).toEqual([part(1, 'other')]);
       expect(await state.getPartDigests('never')).toEqual([]);
+    });
+
+    it('part digests: several per part number, one per MD5, oldest first; the same MD5 again replaces its entry and is the latest', async () => {
+      const opened = await impl.open(LIMITS);
+      const state = opened.store;
+      // Recorded in an order that is neither by MD5 nor by tag.
+      await state.putPartDigest('up', part(2, 'z', 'ffff'));
+      await state.putPartDigest('up', part(2, 'y', '0000'));
+      await state.putPartDigest('up', part(1, 'a'));
+      await state.putPartDigest('up', part(2, 'x', '8888'));
+      expect(await state.getPartDigests('up')).toEqual([part(1, 'a'), part(2, 'z', 'ffff'), part(2, 'y', '0000'), part(2, 'x', '8888')]);
+      // The first bytes uploaded again (a retry): one entry for that MD5, now the latest.
+      await state.putPartDigest('up', part(2, 'z2', 'ffff'));
+      expect(await state.getPartDigests('up')).toEqual([part(1, 'a'), part(2, 'y', '0000'), part(2, 'x', '8888'), part(2, 'z2', 'ffff')]);
+      // Many at once (concurrent uploads of one part number on replicas): none lost.
+      const replica = await opened.replica();
+      await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? state : replica).putPartDigest('many', part(7, `t${i}`))));
+      expect((await state.getPartDigests('many')).map((d) => d.md5).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `md5-t${i}`).sort());
     });
   });
 
@@ -481,6 +502,32 @@ describe('sqlite', () => {
     expect((await reopened.listWriteLog({ limit: 10 })).map((e) => e.newETag)).toEqual(['v2']);
     expect(await reopened.getIndexedETag('b', 'w', 'up')).toBe('v2');
   });
+
+  it('part digests an older casket recorded (one per part number) are read, as older than any recorded since', async () => {
+    const path = join(tempDir(), 'state.db');
+    // The schema before digests were kept per MD5, with a row in it.
+    const old = openSqlite(path);
+    old.exec(`CREATE TABLE part_digests (
+  upload_id TEXT NOT NULL, part_number INTEGER NOT NULL, sha256 TEXT NOT NULL, md5 TEXT NOT NULL, size INTEGER NOT NULL, at INTEGER NOT NULL,
+  PRIMARY KEY (upload_id, part_number)
+) WITHOUT ROWID`);
+    old.exec('ALTER TABLE part_digests ADD COLUMN checksum TEXT');
+    old.prepare('INSERT INTO part_digests (upload_id, part_number, sha256, md5, size, at, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)').run('up', 1, 'sha-old', 'md5-old', 100, Date.now(), 'crc32 AAAAAA==');
+    old.prepare('INSERT INTO part_digests (upload_id, part_number, sha256, md5, size, at, checksum) VALUES (?, ?, ?, ?, ?, ?, ?)').run('up', 2, 'sha-two', 'md5-two', 200, Date.now(), null);
+    old.close();
+
+    const store = tracked(new SqliteStateStore(path, LIMITS));
+    const older = { partNumber: 1, sha256: 'sha-old', md5: 'md5-old', size: 100, checksum: 'crc32 AAAAAA==' };
+    const two = { partNumber: 2, sha256: 'sha-two', md5: 'md5-two', size: 200 };
+    expect(await store.getPartDigests('up')).toEqual([older, two]);
+    const newer = { partNumber: 1, sha256: 'sha-new', md5: 'md5-new', size: 100 };
+    await store.putPartDigest('up', newer);
+    expect(await store.getPartDigests('up')).toEqual([older, newer, two]);
+    await store.close();
+    // And once more after a reopen: nothing doubled, the order kept.
+    const reopened = tracked(new SqliteStateStore(path, LIMITS));
+    expect(await reopened.getPartDigests('up')).toEqual([older, newer, two]);
+  });
 });
 
 describe.skipIf(!haveRedis)('redis', () => {
@@ -493,6 +540,23 @@ describe.skipIf(!haveRedis)('redis', () => {
     expect(await two.listStamps('a')).toEqual([]);
     expect(await two.listWriteLog({ limit: 10 })).toEqual([]);
     expect(await one.getStamp('a', 'b', 'k')).toBeDefined();
+  });
+
+  it('part digests an older casket recorded (hash field = part number) are read, as older than any recorded since', async () => {
+    const prefix = `casket-old-${randomBytes(4).toString('hex')}:`;
+    const raw = new Redis(redis!.url);
+    try {
+      await raw.hset(`${prefix}parts:up`, '1', JSON.stringify({ sha256: 'sha-old', md5: 'md5-old', size: 100, checksum: 'crc32 AAAAAA==' }), '2', JSON.stringify({ sha256: 'sha-two', md5: 'md5-two', size: 200 }));
+    } finally {
+      raw.disconnect();
+    }
+    const store = tracked(await RedisStateStore.connect(redis!.url, LIMITS, { prefix }));
+    const older = { partNumber: 1, sha256: 'sha-old', md5: 'md5-old', size: 100, checksum: 'crc32 AAAAAA==' };
+    const two = { partNumber: 2, sha256: 'sha-two', md5: 'md5-two', size: 200 };
+    expect(await store.getPartDigests('up')).toEqual([older, two]);
+    const newer = { partNumber: 1, sha256: 'sha-new', md5: 'md5-new', size: 100 };
+    await store.putPartDigest('up', newer);
+    expect(await store.getPartDigests('up')).toEqual([older, newer, two]);
   });
 
   it('a Redis that is not there rejects connect within seconds', async () => {

@@ -43,6 +43,7 @@ import type {
   Payload,
   PutObjectOptions,
   UploadChecksum,
+  UploadPartOptions,
   WriteOptions,
 } from '../types.js';
 import * as buckets from './buckets.js';
@@ -183,8 +184,8 @@ export class S3Backend implements Backend {
     return this.multipart.createMultipartUpload(bucket, key, headers, metadata, writer, checksum);
   }
 
-  uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {
-    return this.multipart.uploadPart(bucket, key, uploadId, partNumber, payload);
+  uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload, options?: UploadPartOptions): Promise<PartInfo> {
+    return this.multipart.uploadPart(bucket, key, uploadId, partNumber, payload, options);
   }
 
   completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {

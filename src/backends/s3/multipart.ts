@@ -1,21 +1,38 @@
 /**
  * Multipart upload on the upstream
  * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/mpuoverview.html).
- * Parts are received and hashed (spool.ts) before they go upstream, so
  * casket knows each part's SHA-256 and MD5 (kept in the state store): the
  * object's ETag at completion is casket's `<sha256 of part digests>-<N>`,
  * part ETags shown to clients are MD5s. CompleteMultipartUpload commits
  * through commit.ts under its condition.
  *
- * Why parts are not streamed upstream as PutObject bodies are (objects.ts):
- * uploadPart is given no length, and the upstream needs its Content-Length
- * before the first byte; and the per-part lock below (see "A part sent twice
- * concurrently") is held across the upstream PUT, which for a streamed part
- * would be across the client's upload, so a slow client would block a retry
- * of its own part. Streaming parts needs the decoded length passed down
- * (Backend.uploadPart), and, in place of the lock, digests recorded per part
- * number AND MD5, with Complete taking the one whose MD5 is the part ETag the
- * upstream lists (not possible where part ETags are not MD5s: SSE-KMS).
+ * UploadPart: a part larger than 64 KiB whose decoded length the request
+ * states goes upstream as it arrives, as PutObject bodies do (objects.ts):
+ * the last chunk held back until the payload ended clean — every signature,
+ * length and checksum checked (client.ts HoldBack) — so a part that fails a
+ * check, or a client that disconnects, leaves nothing upstream (the part
+ * number keeps what it held before). A SHA-256 the client declared goes
+ * with it (the upstream refuses other bytes); otherwise it goes as
+ * UNSIGNED-PAYLOAD, and the upstream's part ETag, when it is an MD5, must be
+ * the MD5 of what the client sent, else the part is refused. Other parts are
+ * received first (spool.ts: ≤ 64 KiB in memory, else a file): no length up
+ * front (Transfer-Encoding: chunked), or small; so is UploadPartCopy's
+ * source (it has no length passed down). A streamed part's upstream request
+ * lives as long as the client's upload: a client silent for the upstream
+ * idle timeout (60 s) gets a 503.
+ *
+ * A part number sent more than once (a retry, or two uploads at once):
+ * digests are recorded per part number AND MD5 (a streamed part holds no
+ * lock across the client's upload, so uploads of one part number overlap
+ * freely), and completion, like ListParts, takes for each part the digest
+ * whose MD5 is the part ETag the upstream lists: the part it kept, whichever
+ * finished last, on this replica or another (and Complete may list the part
+ * number twice: completed-parts.ts). A part whose recorded digests all
+ * differ from what the upstream holds is refused (InvalidPart) rather than
+ * assembled under a wrong ETag. Known gap: where the upstream's part ETags
+ * are not MD5s (SSE-KMS), the digest recorded last is taken; spooled parts
+ * of one number are serialized in this process (the upload that finishes
+ * last records last), streamed ones and other replicas' are not.
  *
  * Checksums: the upload's algorithm and type are kept in the state store
  * (`<uploadId>#checksum`), each part's with its digests; the object's
@@ -26,31 +43,22 @@
  * A CompleteMultipartUpload retried after a lost response succeeds while its
  * object is current (completed upload ids are kept in the state store, so on
  * any replica).
- *
- * A part sent twice concurrently: each upload's upstream PUT and its digest
- * record run under one per-part lock, so the upload that finishes last is
- * both the upstream's part and the digest casket keeps (and Complete may list
- * the part number twice: completed-parts.ts). Known gap: two replicas
- * receiving the same part at once are not serialized; Complete then refuses
- * the part (InvalidPart: the upstream's MD5 part ETag and the digest
- * disagree) rather than assemble it under a wrong ETag — where the
- * upstream's part ETags are MD5s (not under SSE-KMS).
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { S3Error } from '../../vocabulary/errors.js';
 import { multipartETag } from '../../vocabulary/etag.js';
 import { validateKey } from '../../vocabulary/names.js';
-import type { StateStore } from '../../state/types.js';
+import type { PartDigest, StateStore } from '../../state/types.js';
 import { checkNamedPartChecksums, decodePartChecksum, decodeUploadChecksum, encodePartChecksum, encodeUploadChecksum, multipartChecksum } from '../multipart-checksum.js';
-import type { CompletedPart, CompleteOptions, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartChecksum, PartInfo, Payload, UploadChecksum, WriteOptions } from '../types.js';
+import type { CompletedPart, CompleteOptions, ListPartsParams, ListPartsResult, ListUploadsParams, ListUploadsResult, MultipartUploadInfo, ObjectHeaders, ObjectInfo, PartChecksum, PartInfo, Payload, UploadChecksum, UploadPartOptions, WriteOptions } from '../types.js';
 import { unquote } from './capabilities.js';
 import { drain, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { requestedParts } from '../completed-parts.js';
 import { REFUSED, refusedUpstream, type Committer } from './commit.js';
 import { KeyLock } from './key-lock.js';
 import { META_WRITER, upstreamObjectHeaders, withoutCasketMeta, type ETagResolver } from './etags.js';
-import type { Spool } from './spool.js';
+import { INLINE_LIMIT, type Spool } from './spool.js';
 import type { Versions } from './versions.js';
 
 /**
@@ -91,8 +99,10 @@ export class Multipart {
     return decodeUploadChecksum(await this.state.getIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`));
   }
 
-  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload): Promise<PartInfo> {
+  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload, options: UploadPartOptions = {}): Promise<PartInfo> {
     validateKey(key);
+    const length = options.contentLength;
+    if (length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT) return this.uploadStreamed(bucket, key, uploadId, partNumber, payload, length, options.declaredSha256);
     const spooled = await this.spool.receive(payload);
     try {
       const { sha256, size } = spooled.digest;
@@ -106,9 +116,10 @@ export class Multipart {
         headers: { 'content-md5': md5.toString('base64') },
         body: 'data' in stored ? { data: stored.data, sha256: sha256.toString('hex') } : { file: stored.file, size, sha256: sha256.toString('hex') },
       };
-      // One part number at a time per upload in this process: the upload
-      // that finishes last is the part upstream AND the digest recorded, so
-      // the two never disagree when a part is sent twice concurrently.
+      // One spooled part number at a time per upload in this process (the
+      // body is here: the lock never waits on a client): the upload that
+      // finishes last is also the digest recorded last, which completion
+      // takes where the upstream's part ETags are not MD5s.
       const checksum: PartChecksum | undefined = spooled.digest.checksum && { algorithm: spooled.digest.checksum.algorithm, value: spooled.digest.checksum.value.toString('base64') };
       await this.partLock.exclusive(`${uploadId}\0${partNumber}`, async () => {
         await drain(await this.client.ok(req));
@@ -118,6 +129,41 @@ export class Multipart {
     } finally {
       await spooled.discard();
     }
+  }
+
+  /**
+   * A part whose length is known before its body goes upstream as it
+   * arrives (client.ts HoldBack: the last chunk only once the payload ended
+   * clean), with the SHA-256 the client declared, so the upstream itself
+   * refuses other bytes, else as UNSIGNED-PAYLOAD. The payload computes the
+   * MD5 (the part ETag), the SHA-256 and the checksum on the way; a plain
+   * upstream part ETag must be that MD5, else the part is refused and
+   * nothing recorded. No lock: concurrent uploads of one part number each
+   * record their digest under their own MD5, and completion takes the one
+   * the upstream kept.
+   */
+  private async uploadStreamed(bucket: string, key: string, uploadId: string, partNumber: number, payload: Payload, size: number, declaredSha256: string | undefined): Promise<PartInfo> {
+    const declared = declaredSha256 !== undefined && /^[0-9a-f]{64}$/i.test(declaredSha256) ? declaredSha256.toLowerCase() : undefined;
+    const req: UpstreamRequest = {
+      method: 'PUT',
+      bucket,
+      key,
+      query: { partNumber: String(partNumber), uploadId },
+      body: { stream: payload.stream, size, ...(declared !== undefined && { sha256: declared }) },
+    };
+    const res = await this.client.ok(req);
+    const upstreamETag = unquote(res.headers.etag ?? '').toLowerCase();
+    await drain(res);
+    // The upstream accepted the body: it had the last chunk, so the payload ended clean.
+    const digest = payload.digest();
+    if (digest.md5 === undefined) throw new S3Error('InternalError', 'UploadPart needs the MD5 of the part.');
+    const md5 = digest.md5.toString('hex');
+    if (/^[0-9a-f]{32}$/.test(upstreamETag) && upstreamETag !== md5) {
+      throw new S3Error('InternalError', `The upstream stored other bytes than casket sent for part ${partNumber} (ETag ${upstreamETag}, sent MD5 ${md5}); please upload the part again.`);
+    }
+    const checksum: PartChecksum | undefined = digest.checksum && { algorithm: digest.checksum.algorithm, value: digest.checksum.value.toString('base64') };
+    await this.state.putPartDigest(uploadId, { partNumber, sha256: digest.sha256.toString('hex'), md5, size: digest.size, ...(checksum && { checksum: encodePartChecksum(checksum) }) });
+    return { partNumber, etag: md5, size: digest.size, lastModified: new Date(), sha256: digest.sha256, ...(checksum && { checksum }) };
   }
 
   async completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
@@ -130,14 +176,18 @@ export class Multipart {
       if (e instanceof S3Error && e.code === 'NoSuchUpload') return this.completedBefore(bucket, key, uploadId, e);
       throw e;
     }
-    const digests = new Map((await this.state.getPartDigests(uploadId)).map((d) => [d.partNumber, d]));
+    const recorded = byPartNumber(await this.state.getPartDigests(uploadId));
     const chosen = wanted.map((p) => {
       const up = upstreamParts.get(p.partNumber);
-      const digest = digests.get(p.partNumber);
+      const candidates = recorded.get(p.partNumber) ?? [];
+      const digest = up && digestOf(candidates, up.etag);
       const asked = p.etags.map((etag) => unquote(etag).toLowerCase());
-      // Part ETags shown to clients are MD5s (ours); the upstream's may differ (SSE), and must agree when they are MD5s.
+      // Part ETags shown to clients are MD5s (ours); the upstream's may
+      // differ (SSE). Digests recorded, none of them the part upstream: its
+      // bytes are not what casket received (a part uploaded around casket
+      // since, or one that failed its check after the upstream took it).
       const ours = digest?.md5 ?? up?.etag;
-      const consistent = !digest || !up || !/^[0-9a-f]{32}$/.test(up.etag) || up.etag === digest.md5;
+      const consistent = candidates.length === 0 || digest !== undefined;
       if (!up || ours === undefined || !asked.includes(ours) || !consistent) throw new S3Error('InvalidPart', { fields: { UploadId: uploadId, PartNumber: p.partNumber, ETag: p.etags.at(-1) } });
       const checksum = decodePartChecksum(digest?.checksum);
       checkNamedPartChecksums(uploadId, p, checksum);
@@ -223,10 +273,10 @@ export class Multipart {
     const uploadChecksum = await this.uploadChecksum(bucket, key, uploadId);
     const upload: MultipartUploadInfo = { bucket, key, uploadId, initiated: new Date(0), headers: {}, metadata: {}, ...(uploadChecksum && { checksum: uploadChecksum }) };
     if (params.maxParts <= 0) return { upload, parts: [], isTruncated: false };
-    const digests = new Map((await this.state.getPartDigests(uploadId)).map((d) => [d.partNumber, d]));
+    const recorded = byPartNumber(await this.state.getPartDigests(uploadId));
     const parts = (result.Part ?? []).map((p): PartInfo => {
       const partNumber = Number(p.PartNumber);
-      const digest = digests.get(partNumber);
+      const digest = digestOf(recorded.get(partNumber) ?? [], unquote(p.ETag ?? '').toLowerCase());
       const checksum = decodePartChecksum(digest?.checksum);
       return {
         partNumber,
@@ -293,6 +343,27 @@ export class Multipart {
       marker = Number(result.NextPartNumberMarker);
     }
   }
+}
+
+/** Digests recorded per part number, each list oldest first. */
+function byPartNumber(digests: PartDigest[]): Map<number, PartDigest[]> {
+  const out = new Map<number, PartDigest[]>();
+  for (const d of digests) {
+    const list = out.get(d.partNumber);
+    if (list) list.push(d);
+    else out.set(d.partNumber, [d]);
+  }
+  return out;
+}
+
+/**
+ * The digest of the part the upstream holds: the one whose MD5 is its part
+ * ETag; where the upstream's part ETags are not MD5s (SSE-KMS), the latest
+ * recorded. Undefined: none recorded matches.
+ */
+function digestOf(candidates: PartDigest[], upstreamETag: string): PartDigest | undefined {
+  if (/^[0-9a-f]{32}$/.test(upstreamETag)) return candidates.find((d) => d.md5 === upstreamETag);
+  return candidates.at(-1);
 }
 
 async function md5Of(file: string): Promise<Buffer> {

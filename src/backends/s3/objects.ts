@@ -13,9 +13,10 @@
  *   metadata; otherwise the body goes as UNSIGNED-PAYLOAD, and its SHA-256,
  *   known at its end, goes to the ETag index only (putStreamed says what
  *   that costs when the index is lost). Other bodies are received first
- *   (spool.ts: ≤ 64 KiB in memory, else a file): no length up front
- *   (Transfer-Encoding: chunked), a write whose condition casket checks
- *   itself, a refused write's probe.
+ *   (spool.ts: ≤ 64 KiB in memory, else a file): small ones, no length up
+ *   front (Transfer-Encoding: chunked), a write whose condition casket
+ *   checks itself, a refused write's probe. UploadPart bodies go the same
+ *   two ways (multipart.ts).
  * - Writes commit through commit.ts, atomically under their condition. A
  *   write whose condition casket checks itself (the upstream does not
  *   enforce it) is received first, then committed, so the key's lock is

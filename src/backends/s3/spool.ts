@@ -2,7 +2,8 @@
  * Receiving a verified request body whole before it goes upstream, for the
  * bodies that cannot stream (objects.ts says which: no length known up
  * front, a write whose condition casket checks itself, a refused write's
- * probe; multipart.ts: every UploadPart). Why: casket sends upstreams plain
+ * probe; multipart.ts: UploadPart of no length up front or ≤ 64 KiB, and
+ * UploadPartCopy). Why: casket sends upstreams plain
  * bodies with Content-Length (never aws-chunked: Ceph RGW 16 rejects it with
  * trailers, measured), and a write casket checks itself holds the key's lock
  * exclusively, never across a client's upload. Receiving first also means a

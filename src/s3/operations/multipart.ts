@@ -19,7 +19,7 @@ import { guardedWrite, writeConditionsFrom } from '../write.js';
 import { readXmlBody } from '../../vocabulary/xml.js';
 import { OWNER } from './buckets.js';
 import { parseMaxKeys } from './list-objects.js';
-import { requireLength } from './put-object.js';
+import { declaredLength, declaredSha256, requireLength } from './put-object.js';
 import type { CompletedPart, MultipartUploadInfo } from '../../backends/types.js';
 import { checksumElements, completeChecksumFrom, partChecksumElements, partChecksumFromXml, uploadChecksumFrom, uploadChecksumHeaders } from '../checksum-headers.js';
 import { checksumHeaderName, DISPLAY_NAMES } from '../../vocabulary/checksums.js';
@@ -56,8 +56,12 @@ export const UploadPart: Handler = async (ctx, { backend }) => {
   requireLength(ctx);
   const n = partNumber(ctx);
   const { bucket, key, id, upload } = await requireUpload(ctx, backend);
+  // What is known before the body, as for PutObject: an upstream backend streams a part of known length through.
+  const length = declaredLength(ctx);
+  const declared = declaredSha256(ctx);
   // An upload created with a checksum algorithm: every part gets one (computed when the part carried none).
-  const part = await backend.uploadPart(bucket, key, id, n, ctx.payload({ md5: true, ...(upload.checksum && { checksum: upload.checksum.algorithm }) }));
+  const payload = ctx.payload({ md5: true, ...(upload.checksum && { checksum: upload.checksum.algorithm }) });
+  const part = await backend.uploadPart(bucket, key, id, n, payload, { ...(length !== undefined && { contentLength: length }), ...(declared !== undefined && { declaredSha256: declared }) });
   return emptyResponse(200, { etag: `"${part.etag}"`, ...(part.checksum && { [checksumHeaderName(part.checksum.algorithm)]: part.checksum.value }) });
 };
 
