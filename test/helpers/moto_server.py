@@ -13,12 +13,16 @@ and so does Ceph RGW. So the writes that check a condition run under one lock
 here, after their body has been read (moto reads it before dispatch), so a
 slow body never holds the lock.
 
-Also under that lock: UploadPart. moto 5.2 stores a part, then reads its
-ETag back from the part's buffer; a second upload of the same part number
-in between closes that buffer (it replaces the part), so the first answers
-500 ("I/O operation on closed file", moto/s3/models.py etag). AWS S3 and
-Ceph RGW take concurrent uploads of one part number, and casket streams
-them concurrently (src/backends/s3/multipart.ts).
+Also under that lock: UploadPart, from the key lookup moto does for every
+key request (S3Response._key_response) to its answer. moto 5.2 stores a
+part, then reads its ETag back from the part's buffer; a second upload of
+the same part number in between closes that buffer (it replaces the part),
+so the first answers 500 ("I/O operation on closed file", moto/s3/models.py
+etag) — and with only upload_part itself locked, CI still saw one such 500
+among eight concurrent uploads of one part number. AWS S3 and Ceph RGW take
+concurrent uploads of one part number, and casket streams them concurrently
+(src/backends/s3/multipart.ts). The lock is reentrant: a locked UploadPart
+calls other locked methods.
 
 Also: the parent's death ends this server (PR_SET_PDEATHSIG), so a test
 worker that dies leaves no moto behind.
@@ -35,7 +39,7 @@ ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 from moto.s3.responses import S3Response  # noqa: E402
 from moto.server import main  # noqa: E402
 
-_commit = threading.Lock()
+_commit = threading.RLock()
 
 
 def _atomic(method):
@@ -47,9 +51,21 @@ def _atomic(method):
 
 
 # PutObject, CopyObject, DeleteObject, DeleteObjects, and POSTs on a key
-# (CompleteMultipartUpload): each checks its condition, then writes. And
-# UploadPart (see above).
-for name in ("put_object", "copy_object", "delete_object", "_bucket_response_delete_keys", "_key_response_post", "upload_part"):
+# (CompleteMultipartUpload): each checks its condition, then writes.
+for name in ("put_object", "copy_object", "delete_object", "_bucket_response_delete_keys", "_key_response_post"):
     setattr(S3Response, name, _atomic(getattr(S3Response, name)))
+
+_key_response = S3Response._key_response
+
+
+def _key_response_locked_for_parts(self, request, full_url):
+    # UploadPart (see above): PUT ?partNumber=&uploadId=, body already read.
+    if request.method == "PUT" and "uploadId=" in full_url and "partNumber=" in full_url:
+        with _commit:
+            return _key_response(self, request, full_url)
+    return _key_response(self, request, full_url)
+
+
+S3Response._key_response = _key_response_locked_for_parts
 
 main(["-H", sys.argv[1], "-p", sys.argv[2]])
