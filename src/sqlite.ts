@@ -156,7 +156,12 @@ class NodeSqliteAdapter implements Database {
     return Object.assign(run(false), { immediate: run(true) });
   }
 
+  private closed = false;
+
+  /** A second close is a no-op, as in better-sqlite3 (node:sqlite throws "database is not open"). */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     this.db.close();
   }
 }

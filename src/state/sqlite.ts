@@ -70,6 +70,7 @@ function toStamp(row: StampRow): ReadStamp {
 export class SqliteStateStore implements StateStore {
   private readonly db: Database;
   private readonly timer: NodeJS.Timeout;
+  private closed = false;
   private readonly q;
   /** Writes since the last prune: the caps hold between the once-a-minute prunes too. */
   private writes = 0;
@@ -294,6 +295,8 @@ export class SqliteStateStore implements StateStore {
   }
 
   async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     this.flushLog();
     clearInterval(this.timer);
     this.db.close();
