@@ -19,7 +19,6 @@ import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest } from 'node:http';
-import { connect, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signingKeyFor } from '../../../src/auth/sigv4.js';
@@ -29,49 +28,13 @@ import { startCasket, type RunningCasket } from '../../helpers/casket.js';
 import { bytes, sdk } from '../../helpers/clients.js';
 import { until } from '../../helpers/poll.js';
 import { errorCode, raw, send, signRequest, type RawResponse } from '../../helpers/raw.js';
+import { countingRelay, type CountingRelay } from '../../helpers/counting-relay.js';
 import { startUpstream, upstreamKindFromEnv, type Upstream } from '../../helpers/upstream.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 const quoted = (b: Buffer | string) => `"${sha(b)}"`;
 const bucket = 'streamed';
-
-/** A TCP relay to the upstream that counts the bytes sent to it. */
-interface CountingRelay {
-  upstream: Upstream;
-  /** Bytes casket has sent the upstream so far. */
-  sent(): number;
-  close(): Promise<void>;
-}
-
-async function countingRelay(target: Upstream): Promise<CountingRelay> {
-  const to = new URL(target.url);
-  const sockets = new Set<Socket>();
-  let sent = 0;
-  const server = createServer((inbound) => {
-    const outbound = connect(Number(to.port), to.hostname);
-    for (const s of [inbound, outbound]) {
-      sockets.add(s);
-      s.once('close', () => sockets.delete(s));
-      s.on('error', () => s.destroy());
-    }
-    inbound.on('data', (d: Buffer) => (sent += d.length));
-    inbound.pipe(outbound).pipe(inbound);
-    inbound.once('close', () => outbound.destroy());
-    outbound.once('close', () => inbound.destroy());
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as { port: number }).port;
-  return {
-    upstream: { ...target, url: `http://127.0.0.1:${port}`, stop: async () => {} },
-    sent: () => sent,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      }),
-  };
-}
 
 let upstream: Upstream;
 let relay: CountingRelay;
