@@ -16,7 +16,7 @@
  *   the object's bytes and its ETag agree (recomputed from a GET), and a
  *   part replaced around casket is refused, never shown under another's digest.
  */
-import { CreateBucketCommand, CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, ListPartsCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
+import { CreateMultipartUploadCommand, GetObjectCommand, HeadObjectCommand, ListPartsCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest } from 'node:http';
@@ -25,12 +25,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signingKeyFor } from '../../../src/auth/sigv4.js';
 import { checksumOf } from '../../../src/vocabulary/checksums.js';
 import { chunkSigner, encodeChunked } from '../../auth/helpers.js';
-import { startCasket, type RunningCasket } from '../../helpers/casket.js';
-import { bytes, sdk } from '../../helpers/clients.js';
+import type { RunningCasket } from '../../helpers/casket.js';
+import { bytes } from '../../helpers/clients.js';
 import { until } from '../../helpers/poll.js';
 import { errorCode, raw, signRequest, type RawResponse } from '../../helpers/raw.js';
-import { countingRelay, type CountingRelay } from '../../helpers/counting-relay.js';
-import { startUpstream, upstreamKindFromEnv, type Upstream } from '../../helpers/upstream.js';
+import { relayedCasket, type CountingRelay, type RelayedCasket } from '../../helpers/counting-relay.js';
+import type { Upstream } from '../../helpers/upstream.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -46,21 +46,13 @@ let casket: RunningCasket;
 let direct: S3Client;
 let s3: S3Client;
 
+let fixture: RelayedCasket | undefined;
+
 beforeAll(async () => {
-  upstream = await startUpstream(upstreamKindFromEnv() ?? 'moto');
-  relay = await countingRelay(upstream);
-  casket = await startCasket({ upstream: relay.upstream });
-  direct = new S3Client({ endpoint: upstream.url, region: upstream.region, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', credentials: { accessKeyId: upstream.accessKey, secretAccessKey: upstream.secretKey } });
-  s3 = sdk(casket.url, casket.admin);
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  fixture = await relayedCasket(bucket);
+  ({ upstream, relay, casket, direct, s3 } = fixture);
 });
-afterAll(async () => {
-  s3?.destroy();
-  direct?.destroy();
-  await casket?.stop();
-  await relay?.close();
-  await upstream?.stop();
-});
+afterAll(() => fixture?.stop());
 
 async function createUpload(key: string): Promise<string> {
   return (await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }))).UploadId!;

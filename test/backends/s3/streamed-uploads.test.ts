@@ -15,7 +15,7 @@
  *   (another process, its own state) still serves the right ETag, by hashing;
  * - concurrent conditional writes of streamed bodies: exactly one wins.
  */
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { request as httpRequest, type ClientRequest } from 'node:http';
@@ -28,8 +28,8 @@ import { startCasket, type RunningCasket } from '../../helpers/casket.js';
 import { bytes, sdk } from '../../helpers/clients.js';
 import { until } from '../../helpers/poll.js';
 import { errorCode, raw, send, signRequest, type RawResponse } from '../../helpers/raw.js';
-import { countingRelay, type CountingRelay } from '../../helpers/counting-relay.js';
-import { startUpstream, upstreamKindFromEnv, type Upstream } from '../../helpers/upstream.js';
+import { relayedCasket, type CountingRelay, type RelayedCasket } from '../../helpers/counting-relay.js';
+import type { Upstream } from '../../helpers/upstream.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
@@ -42,21 +42,13 @@ let casket: RunningCasket;
 let direct: S3Client;
 let s3: S3Client;
 
+let fixture: RelayedCasket | undefined;
+
 beforeAll(async () => {
-  upstream = await startUpstream(upstreamKindFromEnv() ?? 'moto');
-  relay = await countingRelay(upstream);
-  casket = await startCasket({ upstream: relay.upstream });
-  direct = new S3Client({ endpoint: upstream.url, region: upstream.region, forcePathStyle: true, credentials: { accessKeyId: upstream.accessKey, secretAccessKey: upstream.secretKey } });
-  s3 = sdk(casket.url, casket.admin);
-  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  fixture = await relayedCasket(bucket);
+  ({ upstream, relay, casket, direct, s3 } = fixture);
 });
-afterAll(async () => {
-  s3?.destroy();
-  direct?.destroy();
-  await casket?.stop();
-  await relay?.close();
-  await upstream?.stop();
-});
+afterAll(() => fixture?.stop());
 
 /** Nothing stored upstream under this key: a HEAD straight to the upstream is 404, a GET NoSuchKey. */
 async function absentUpstream(key: string): Promise<void> {
