@@ -54,7 +54,12 @@ export interface Casket {
   metrics: Metrics;
   /** Replaces the static credentials and their policies for every request from now on (SIGHUP, a changed file). */
   reloadCredentials(credentials: Credential[]): void;
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections, lets requests in flight finish for up to
+   * `drainMs` (default: none, close every connection now), then closes the
+   * backend and the stores.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse };
@@ -291,6 +296,9 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   const url = `${tls ? 'https' : 'http'}://${hostForUrl}:${port}`;
+  let closed: Promise<void> | undefined;
+  let drainTimer: NodeJS.Timeout | undefined;
+  let backendClosed: Promise<void> | undefined;
 
   return {
     url,
@@ -302,14 +310,27 @@ export async function startCasket(config: Config, credentials: Credential[], log
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
     },
-    close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections?.();
-      });
-      await backend.close();
-      await state.close();
-      await retention?.close();
+    close: async (drainMs = 0) => {
+      if (!closed) {
+        closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // A keep-alive connection is closed as soon as it is idle: between
+        // requests, or once the response in flight has been sent.
+        server.closeIdleConnections();
+        drainTimer = setInterval(() => server.closeIdleConnections(), 50);
+        if (drainMs > 0) {
+          await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
+        }
+      }
+      server.closeAllConnections();
+      await closed;
+      clearInterval(drainTimer);
+      if (backendClosed) return backendClosed;
+      backendClosed = (async () => {
+        await backend.close();
+        await state.close();
+        await retention?.close();
+      })();
+      return backendClosed;
     },
   };
 }
