@@ -16,7 +16,7 @@ function refused(args: string[], setup: (dir: string) => void = () => {}): { lin
   const dir = mkdtempSync(join(tmpdir(), 'casket-operator-'));
   setup(dir);
   const data = join(dir, 'data');
-  const r = spawnSync(process.execPath, [CLI, '--data-dir', data, '--listen', '127.0.0.1:0', ...args], { encoding: 'utf8', cwd: dir, env: { ...process.env, CASKET_ACCESS_KEY: 'OPERATORTEST', CASKET_SECRET_KEY: 'operator-test-secret' } });
+  const r = spawnSync(process.execPath, [CLI, '--data-dir', data, '--listen', '127.0.0.1:0', ...args], { encoding: 'utf8', cwd: dir, timeout: 15_000, env: { ...process.env, CASKET_ACCESS_KEY: 'OPERATORTEST', CASKET_SECRET_KEY: 'operator-test-secret' } });
   expect({ status: r.status, stdout: r.stdout }).toEqual({ status: 2, stdout: '' });
   const lines = r.stderr.trimEnd().split('\n');
   expect(lines, r.stderr).toHaveLength(1);
