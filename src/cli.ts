@@ -135,6 +135,8 @@ async function main(): Promise<void> {
   log.info(
     {
       endpoint: casket.url,
+      // The process to signal: under `npm start` it is not the one the user started.
+      pid: process.pid,
       backend: config.upstream ? config.upstream.url : 'embedded',
       dataDir: config.dataDir,
       guard: config.guard,
@@ -144,23 +146,32 @@ async function main(): Promise<void> {
     },
     'casket is ready',
   );
+  // A log line that cannot be written (stdout's reader gone: EPIPE) must
+  // not keep casket from stopping, so the stop starts before it is logged.
+  const note = (fields: object, msg: string) => {
+    try {
+      log.info(fields, msg);
+    } catch {
+      /* nowhere to say it */
+    }
+  };
   let closing = false;
   const stop = (signal: string) => {
     if (closing) {
-      log.info({ signal }, 'second signal: closing the connections still open');
       casket.close(0).catch(() => {});
+      note({ signal }, 'second signal: closing the connections still open');
       return;
     }
     closing = true;
-    log.info({ signal, drainSeconds: DRAIN_MS / 1000 }, 'casket is stopping: finishing the requests in flight');
     if (credentialsFile !== undefined) unwatchFile(credentialsFile);
     casket.close(DRAIN_MS).then(
       () => process.exit(0),
       (e: unknown) => {
-        log.error({ err: e }, 'error while stopping');
+        note({ err: e }, 'error while stopping');
         process.exit(1);
       },
     );
+    note({ signal, drainSeconds: DRAIN_MS / 1000 }, 'casket is stopping: finishing the requests in flight');
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
