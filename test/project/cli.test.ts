@@ -121,9 +121,13 @@ describe('casket command', () => {
     const npm = spawn('npm', ['start', '--silent', '--', '--listen', '127.0.0.1:0', '--data-dir', dir], { cwd: resolvePath(import.meta.dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] });
     const c = await ready(npm);
     expect(c.pid).not.toBe(npm.pid);
-    npm.kill('SIGTERM');
-    await c.exited;
-    await until(() => !alive(c.pid), `casket (pid ${c.pid}) to exit after npm did`);
+    try {
+      npm.kill('SIGTERM');
+      await c.exited;
+      await until(() => !alive(c.pid), `casket (pid ${c.pid}) to exit after npm did`);
+    } finally {
+      if (alive(c.pid)) process.kill(c.pid, 'SIGKILL');
+    }
   });
 
   it('--anonymous read lets unsigned requests read, never write', async () => {
