@@ -30,6 +30,7 @@ import type { Backend } from './backends/types.js';
 import type { Config } from './config.js';
 import { Guard } from './guard/guard.js';
 import { createLogger, type Logger } from './log.js';
+import { readiness } from './readiness.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './s3/context.js';
 import { handleS3, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
@@ -189,6 +190,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
       accessKey: outcome.accessKey,
       status: outcome.response.status,
       ...(outcome.error && { error: outcome.error.code, reason: outcome.error.headers['x-casket-reason'] }),
+      // What a 503 hides from the client (state/unavailable.ts): the store client's own words, for the operator.
+      ...((outcome.error as Error | undefined)?.cause instanceof Error && { cause: ((outcome.error as Error).cause as Error).message }),
       ms: Math.round(seconds * 1000 * 10) / 10,
       ...(!complete && { aborted: true }),
       // Policy refusals (DESIGN §7): which action on which resource, and why.
@@ -200,7 +203,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
   };
 
   const app = new Hono<{ Bindings: NodeBindings }>();
+  // Liveness: the process answers. Readiness (readiness.ts): it can serve writes.
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
+  app.get('/_casket/ready', async (c) => {
+    const r = await readiness({ backend, state, retention }, log);
+    return c.json(r.body, r.status);
+  });
   app.get('/_casket/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
   const admin = async (c: { env?: NodeBindings; json: (body: unknown, status: 200 | 403 | 404 | 500) => Response }, run: (req: ReturnType<typeof signedRequestFromNode>) => Promise<AdminResponse>) => {
     const incoming = c.env?.incoming;
