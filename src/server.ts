@@ -128,6 +128,13 @@ async function createRetention(config: Config): Promise<Retention> {
   return new FileRetention(join(config.dataDir, 'retained'), limits);
 }
 
+/** `casket:<first path segment>`, e.g. /_casket/agents/bob/changes → casket:agents-changes. */
+function casketOperation(path: string): string {
+  const parts = path.split('/').slice(2);
+  const name = parts[0] === 'agents' ? `agents-${parts[2] ?? ''}` : (parts[0] ?? '');
+  return `casket:${/^[a-z-]+$/.test(name) ? name : 'unknown'}`;
+}
+
 function createBackend(config: Config, state: StateStore, metrics: Metrics, log: Logger): Backend {
   if (config.upstream) {
     const upstream = config.upstream;
@@ -203,6 +210,19 @@ export async function startCasket(config: Config, credentials: Credential[], log
   };
 
   const app = new Hono<{ Bindings: NodeBindings }>();
+  // casket's own endpoints are logged and counted like S3 requests: one line
+  // each, operation named after the path (diff, merge, changes, writes...).
+  app.use('/_casket/*', async (c, next) => {
+    const started = process.hrtime.bigint();
+    await next();
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const operation = casketOperation(c.req.path);
+    metrics.requests.inc({ operation, status: String(c.res.status) });
+    metrics.duration.observe({ operation }, seconds);
+    // Health, readiness and metrics are polled every few seconds: counted, logged at debug.
+    const routine = operation === 'casket:health' || operation === 'casket:ready' || operation === 'casket:metrics';
+    log[routine ? 'debug' : 'info']({ operation, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
+  });
   // Liveness: the process answers. Readiness (readiness.ts): it can serve writes.
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
   app.get('/_casket/ready', async (c) => {
@@ -234,7 +254,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
     else {
       const req = signedRequestFromNode(incoming.method ?? 'GET', incoming.url ?? '/', incoming.rawHeaders);
       res = await run(req, new URLSearchParams(req.rawQuery)).catch((e: unknown) => {
-        if (isS3Error(e)) return { status: e.code === 'AccessDenied' ? 403 : 400, body: { error: e.code, message: e.message } };
+        // The status S3 gives the code (SignatureDoesNotMatch, AccessDenied: 403), as on every S3 path.
+        if (isS3Error(e)) return { status: e.status, body: { error: e.code, message: e.message } };
         log.error({ err: e }, 'changes endpoint failed');
         return { status: 500, body: { error: 'InternalError' } };
       });
