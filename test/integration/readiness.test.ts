@@ -38,6 +38,9 @@ describe('readiness', () => {
     const c = await startCasket();
     started.push(c);
     expect(await get(c.url, '/_casket/health')).toEqual({ status: 200, body: { status: 'ok' } });
+    // Not ready until the upstream's capability probe has run: on a fresh Ceph
+    // cluster the probe's first bucket creates the pools, which takes seconds.
+    await until(async () => (await get(c.url, '/_casket/ready')).status === 200, 'casket to be ready');
     const ready = await get(c.url, '/_casket/ready');
     expect(ready.status).toBe(200);
     expect(ready.body.status).toBe('ready');
