@@ -182,12 +182,9 @@ main().catch((e: unknown) => {
     process.stderr.write(`casket: ${e.message}\n`);
     process.exit(2);
   }
-  // A system error at start (Redis refusing connections, a disk that fails):
-  // its message is the news, not casket's stack.
-  if (typeof (e as { code?: unknown }).code === 'string') {
-    process.stderr.write(`casket: cannot start: ${(e as Error).message}\n`);
-    process.exit(1);
-  }
-  process.stderr.write(`casket: ${(e as Error).stack ?? String(e)}\n`);
+  // Something in the way at start (Redis not answering, a disk that fails):
+  // its message is the news; casket's stack only when asked for.
+  const debug = process.argv.includes('debug') || process.env.CASKET_LOG_LEVEL === 'debug';
+  process.stderr.write(`casket: cannot start: ${(e as Error).message ?? String(e)}\n${debug && (e as Error).stack ? `${(e as Error).stack}\n` : ''}`);
   process.exit(1);
 });

@@ -228,6 +228,8 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
   if (raw.accessKey && raw.secretKey) credentials.unshift({ accessKeyId: raw.accessKey, secretAccessKey: raw.secretKey, admin: true });
   const state = oneOf('--state', raw.state, ['sqlite', 'memory', 'redis'] as const, 'sqlite');
   if (state === 'redis' && !raw.redisUrl) throw new ConfigError('--state redis needs --redis-url');
+  // Not echoed: a Redis URL may carry a password.
+  if (raw.redisUrl !== undefined && !URL.canParse(raw.redisUrl)) throw new ConfigError('--redis-url must be a URL, e.g. redis://127.0.0.1:6379');
   if ((raw.tlsCert === undefined) !== (raw.tlsKey === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   let upstream: UpstreamConfig | undefined;
   if (raw.upstream) {

@@ -78,6 +78,10 @@ describe('operator mistakes', () => {
     expect(array).toBe('casket: casket.json: must be a JSON object of settings, e.g. {"listen": "127.0.0.1:9000"}');
   });
 
+  it('a --redis-url that is not a URL, without echoing it (it may hold a password)', () => {
+    expect(refused(['--state', 'redis', '--redis-url', 'secret-password@nowhere']).line).toBe('casket: --redis-url must be a URL, e.g. redis://127.0.0.1:6379');
+  });
+
   it('--domain with a port', () => {
     expect(refused(['--domain', 's3.example.com:9000']).line).toBe('casket: --domain must be a host name without a port or scheme (e.g. s3.example.com), not "s3.example.com:9000"');
   });
