@@ -9,6 +9,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
+import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
 
 type Counts = Map<string, number>;
@@ -80,9 +81,9 @@ describe('refusal counters', () => {
       expect([path, res.status]).toEqual([path, 403]);
       expect(res.body).toMatch(/SignatureDoesNotMatch|AccessDenied/);
     }
-    const lines = c.logs.filter((l) => l.includes('"operation":"casket:'));
-    expect(lines.some((l) => l.includes('"operation":"casket:diff"') && l.includes('"status":403'))).toBe(true);
-    expect(lines.some((l) => l.includes('"operation":"casket:agents-changes"') && l.includes('"status":403'))).toBe(true);
+    // The line is written once the answer is sent: wait for it to come through casket's stdout.
+    const logged = (operation: string) => c.logs.some((l) => l.includes(`"operation":"${operation}"`) && l.includes('"status":403'));
+    await until(() => logged('casket:diff') && logged('casket:agents-changes') && logged('casket:writes'), "the /_casket/* requests' log lines");
   });
 });
 
