@@ -55,7 +55,7 @@ let CLI = join(ROOT, 'dist', 'cli.js');
 const BUCKET = 'bench';
 const MiB = 1024 * 1024;
 const MOTO_CRED = { accessKeyId: 'benchmoto', secretAccessKey: 'benchmotosecret' };
-// Where ../shared/upstreams/ceph-rgw-up.sh puts RGW by default, with its default keys.
+// Where scripts/ceph-rgw-up.sh puts RGW by default, with its default keys.
 const RGW_PROBE_URL = 'http://127.0.0.1:18080';
 const RGW_DEFAULT_CRED = { accessKeyId: 'test', secretAccessKey: 'test' };
 // The concurrency issue 11's goals are stated at.
@@ -97,7 +97,7 @@ const HELP = `usage: node scripts/bench.mjs [options]
                         or RGW_ACCESS_KEY/RGW_SECRET_KEY). Without --rgw: CASKET_BENCH_RGW_URL
                         (keys RGW_ACCESS_KEY/RGW_SECRET_KEY, default test/test) if set, else
                         ${RGW_PROBE_URL} with test/test when a GET / there answers within 1 s
-                        (start one: ../shared/upstreams/ceph-rgw-up.sh DIR 18080)
+                        (start one: scripts/ceph-rgw-up.sh DIR 18080)
   --no-rgw              do not look for RGW
   --signer fast|smithy  load-generator signer (default fast, checked against @smithy/signature-v4)
   --casket-arg ARG      extra casket flag, repeatable (e.g. --casket-arg=--log-level=warn)
@@ -277,7 +277,7 @@ async function findUpstreams(opts) {
     if (rgw.how !== '--rgw' && rgw.how !== 'CASKET_BENCH_RGW_URL') found.push({ name: 'rgw', ...rgw });
     else if (await answers(rgw.url, 3000)) found.push({ name: 'rgw', ...rgw, how: `${rgw.how} ${rgw.url}` });
     else missing.push({ what: 'rgw', reason: `${rgw.how} ${rgw.url} does not answer` });
-  } else if (opts.rgwProbe) missing.push({ what: 'rgw', reason: `nothing answers at ${RGW_PROBE_URL} and CASKET_BENCH_RGW_URL is unset (start one: ../shared/upstreams/ceph-rgw-up.sh DIR 18080)` });
+  } else if (opts.rgwProbe) missing.push({ what: 'rgw', reason: `nothing answers at ${RGW_PROBE_URL} and CASKET_BENCH_RGW_URL is unset (start one: scripts/ceph-rgw-up.sh DIR 18080)` });
   for (const u of found.filter((x) => x.name === 'rgw')) {
     const pids = rgwPids(u.url);
     u.pids = pids.length ? pids : undefined;

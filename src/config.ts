@@ -139,6 +139,73 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
   return raw;
 }
 
+/** Line and column (1-based) of a character offset, for errors that name a place in a file. */
+function lineAndColumn(text: string, offset: number): string {
+  const before = text.slice(0, offset).split('\n');
+  return `line ${before.length}, column ${before.at(-1)!.length + 1}`;
+}
+
+/**
+ * Where a JSON text first goes wrong. Not every V8 message carries a position
+ * (Node 20: "Unexpected token 'x', ..."), so: the shortest prefix that no
+ * continuation could make valid — a prefix fails either as incomplete (at its
+ * very end) or as wrong, and once wrong stays wrong, so a binary search finds it.
+ */
+function errorOffset(text: string): number {
+  const wrong = (n: number): boolean => {
+    try {
+      JSON.parse(text.slice(0, n));
+      return false;
+    } catch (e) {
+      const message = (e as Error).message;
+      if (/Unexpected end of JSON input/.test(message)) return false;
+      const at = /position (\d+)/.exec(message);
+      return !(at && Number(at[1]) >= n);
+    }
+  };
+  if (!wrong(text.length)) return text.length;
+  let lo = 0;
+  let hi = text.length;
+  while (lo + 1 < hi) {
+    const mid = (lo + hi) >> 1;
+    if (wrong(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi - 1;
+}
+
+/**
+ * Parses a JSON document an operator wrote, naming the file and the place of
+ * a syntax error (V8's message gives a character offset; editors show lines).
+ */
+export function parseJsonFile(text: string, source: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    const message = (e as Error).message;
+    // V8's reason only up to where newer versions quote the text itself: a
+    // credentials file's text holds secrets, and this line is logged.
+    const reason = message.split(/ in JSON| at position|, (?:\.\.\.)?"/)[0]!;
+    throw new ConfigError(`${source}: not JSON (${lineAndColumn(text, errorOffset(text))}: ${reason})`);
+  }
+}
+
+/**
+ * A --config file: one JSON object whose keys are the options' camelCase
+ * names. Anything else is refused rather than ignored, since a misspelt key
+ * ("lisen") would otherwise leave casket silently running on a default.
+ */
+export function parseConfigFile(text: string, source: string): Record<string, unknown> {
+  const doc = parseJsonFile(text, source);
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new ConfigError(`${source}: must be a JSON object of settings, e.g. {"listen": "127.0.0.1:9000"}`);
+  const known = new Map(OPTIONS.filter((o) => o.key !== 'config').map((o) => [o.key as string, o]));
+  for (const [name, value] of Object.entries(doc)) {
+    if (!known.has(name)) throw new ConfigError(`${source}: unknown setting "${name}" (settings are the flags' camelCase names: ${[...known.keys()].join(', ')})`);
+    if (!['string', 'number', 'boolean'].includes(typeof value)) throw new ConfigError(`${source}: setting "${name}" must be a string, number or boolean`);
+  }
+  return doc as Record<string, unknown>;
+}
+
 /** Merges a JSON config file's settings under the flags/env ones. */
 export function withFile(raw: Partial<RawConfig>, file: Record<string, unknown> | undefined): Partial<RawConfig> {
   if (!file) return raw;
@@ -154,11 +221,15 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
   const listen = raw.listen ?? '127.0.0.1:9000';
   const m = /^(.*):(\d+)$/.exec(listen);
   if (!m) throw new ConfigError(`--listen must be HOST:PORT, not "${listen}"`);
+  // TCP ports are 16 bits (RFC 9293 §3.1); 0 asks the system for a free one.
+  if (Number(m[2]) > 65535) throw new ConfigError(`--listen port must be 0 to 65535, not ${m[2]}`);
   const credentials: Credential[] = [...credentialsFromFile];
   if ((raw.accessKey === undefined) !== (raw.secretKey === undefined)) throw new ConfigError('--access-key and --secret-key go together');
   if (raw.accessKey && raw.secretKey) credentials.unshift({ accessKeyId: raw.accessKey, secretAccessKey: raw.secretKey, admin: true });
   const state = oneOf('--state', raw.state, ['sqlite', 'memory', 'redis'] as const, 'sqlite');
   if (state === 'redis' && !raw.redisUrl) throw new ConfigError('--state redis needs --redis-url');
+  // Not echoed: a Redis URL may carry a password.
+  if (raw.redisUrl !== undefined && !URL.canParse(raw.redisUrl)) throw new ConfigError('--redis-url must be a URL, e.g. redis://127.0.0.1:6379');
   if ((raw.tlsCert === undefined) !== (raw.tlsKey === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   let upstream: UpstreamConfig | undefined;
   if (raw.upstream) {
@@ -171,6 +242,9 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     const replicas = oneOf('--upstream-replicas', raw.upstreamReplicas, ['true', 'false'] as const, state === 'redis' ? 'true' : 'false') === 'true';
     upstream = { url: raw.upstream.replace(/\/+$/, ''), accessKey: raw.upstreamAccessKey, secretKey: raw.upstreamSecretKey, region: raw.upstreamRegion ?? 'us-east-1', replicas };
   }
+  // Virtual-hosted requests are matched on the Host header without its port
+  // (s3/addressing.ts), so a domain with a port would never match any request.
+  if (raw.domain !== undefined && !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i.test(raw.domain)) throw new ConfigError(`--domain must be a host name without a port or scheme (e.g. s3.example.com), not "${raw.domain}"`);
   const agentHeader = (raw.agentHeader ?? 'x-agent-id').toLowerCase();
   if (!/^[a-z0-9-]+$/.test(agentHeader)) throw new ConfigError(`--agent-header must be a header name, not "${agentHeader}"`);
   return {
@@ -208,13 +282,8 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
  * `policy` is an IAM-style policy document (auth/policy.ts); an entry without one keeps full rights.
  */
 export function parseCredentialsFile(text: string, source: string): Credential[] {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError(`${source}: not JSON (${(e as Error).message})`);
-  }
-  const list = (doc as { credentials?: unknown }).credentials;
+  const doc = parseJsonFile(text, source);
+  const list = (doc as { credentials?: unknown } | null)?.credentials;
   if (!Array.isArray(list)) throw new ConfigError(`${source}: expected {"credentials": [...]}`);
   const seen = new Set<string>();
   return list.map((c, i) => {

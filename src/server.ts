@@ -30,6 +30,7 @@ import type { Backend } from './backends/types.js';
 import type { Config } from './config.js';
 import { Guard } from './guard/guard.js';
 import { createLogger, type Logger } from './log.js';
+import { readiness } from './readiness.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './s3/context.js';
 import { handleS3, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
@@ -54,7 +55,12 @@ export interface Casket {
   metrics: Metrics;
   /** Replaces the static credentials and their policies for every request from now on (SIGHUP, a changed file). */
   reloadCredentials(credentials: Credential[]): void;
-  close(): Promise<void>;
+  /**
+   * Stops accepting connections, lets requests in flight finish for up to
+   * `drainMs` (default: none, close every connection now), then closes the
+   * backend and the stores.
+   */
+  close(drainMs?: number): Promise<void>;
 }
 
 type NodeBindings = { incoming?: IncomingMessage; outgoing?: ServerResponse };
@@ -122,6 +128,13 @@ async function createRetention(config: Config): Promise<Retention> {
   return new FileRetention(join(config.dataDir, 'retained'), limits);
 }
 
+/** `casket:<first path segment>`, e.g. /_casket/agents/bob/changes → casket:agents-changes. */
+function casketOperation(path: string): string {
+  const parts = path.split('/').slice(2);
+  const name = parts[0] === 'agents' ? `agents-${parts[2] ?? ''}` : (parts[0] ?? '');
+  return `casket:${/^[a-z-]+$/.test(name) ? name : 'unknown'}`;
+}
+
 function createBackend(config: Config, state: StateStore, metrics: Metrics, log: Logger): Backend {
   if (config.upstream) {
     const upstream = config.upstream;
@@ -184,6 +197,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
       accessKey: outcome.accessKey,
       status: outcome.response.status,
       ...(outcome.error && { error: outcome.error.code, reason: outcome.error.headers['x-casket-reason'] }),
+      // What a 503 hides from the client (state/unavailable.ts): the store client's own words, for the operator.
+      ...((outcome.error as Error | undefined)?.cause instanceof Error && { cause: ((outcome.error as Error).cause as Error).message }),
       ms: Math.round(seconds * 1000 * 10) / 10,
       ...(!complete && { aborted: true }),
       // Policy refusals (DESIGN §7): which action on which resource, and why.
@@ -195,7 +210,25 @@ export async function startCasket(config: Config, credentials: Credential[], log
   };
 
   const app = new Hono<{ Bindings: NodeBindings }>();
+  // casket's own endpoints are logged and counted like S3 requests: one line
+  // each, operation named after the path (diff, merge, changes, writes...).
+  app.use('/_casket/*', async (c, next) => {
+    const started = process.hrtime.bigint();
+    await next();
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const operation = casketOperation(c.req.path);
+    metrics.requests.inc({ operation, status: String(c.res.status) });
+    metrics.duration.observe({ operation }, seconds);
+    // Health, readiness and metrics are polled every few seconds: counted, logged at debug.
+    const routine = operation === 'casket:health' || operation === 'casket:ready' || operation === 'casket:metrics';
+    log[routine ? 'debug' : 'info']({ operation, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
+  });
+  // Liveness: the process answers. Readiness (readiness.ts): it can serve writes.
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
+  app.get('/_casket/ready', async (c) => {
+    const r = await readiness({ backend, state, retention }, log);
+    return c.json(r.body, r.status);
+  });
   app.get('/_casket/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
   const admin = async (c: { env?: NodeBindings; json: (body: unknown, status: 200 | 403 | 404 | 500) => Response }, run: (req: ReturnType<typeof signedRequestFromNode>) => Promise<AdminResponse>) => {
     const incoming = c.env?.incoming;
@@ -221,7 +254,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
     else {
       const req = signedRequestFromNode(incoming.method ?? 'GET', incoming.url ?? '/', incoming.rawHeaders);
       res = await run(req, new URLSearchParams(req.rawQuery)).catch((e: unknown) => {
-        if (isS3Error(e)) return { status: e.code === 'AccessDenied' ? 403 : 400, body: { error: e.code, message: e.message } };
+        // The status S3 gives the code (SignatureDoesNotMatch, AccessDenied: 403), as on every S3 path.
+        if (isS3Error(e)) return { status: e.status, body: { error: e.code, message: e.message } };
         log.error({ err: e }, 'changes endpoint failed');
         return { status: 500, body: { error: 'InternalError' } };
       });
@@ -291,6 +325,9 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const port = (server.address() as AddressInfo).port;
   const hostForUrl = config.host.includes(':') ? `[${config.host}]` : config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   const url = `${tls ? 'https' : 'http'}://${hostForUrl}:${port}`;
+  let closed: Promise<void> | undefined;
+  let drainTimer: NodeJS.Timeout | undefined;
+  let backendClosed: Promise<void> | undefined;
 
   return {
     url,
@@ -302,14 +339,27 @@ export async function startCasket(config: Config, credentials: Credential[], log
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
     },
-    close: async () => {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections?.();
-      });
-      await backend.close();
-      await state.close();
-      await retention?.close();
+    close: async (drainMs = 0) => {
+      if (!closed) {
+        closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // A keep-alive connection is closed as soon as it is idle: between
+        // requests, or once the response in flight has been sent.
+        server.closeIdleConnections();
+        drainTimer = setInterval(() => server.closeIdleConnections(), 50);
+        if (drainMs > 0) {
+          await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
+        }
+      }
+      server.closeAllConnections();
+      await closed;
+      clearInterval(drainTimer);
+      if (backendClosed) return backendClosed;
+      backendClosed = (async () => {
+        await backend.close();
+        await state.close();
+        await retention?.close();
+      })();
+      return backendClosed;
     },
   };
 }

@@ -48,7 +48,8 @@ export function isText(content: Buffer): boolean {
 }
 
 function label(v: Version): string {
-  const by = v.writer ? `written by agent "${v.writer}"` : 'writer unknown';
+  // The same words as a 412 (s3/refusal-error.ts): a version no agent wrote was written by a person's request.
+  const by = v.writer ? `written by agent "${v.writer}"` : 'written by a request without an agent';
   return v.content === null ? `"${v.etag}" (deleted)` : `"${v.etag}" (${by})`;
 }
 

@@ -85,8 +85,10 @@ export class Guard {
       // A refusal S3 itself would make is made in every mode (observe only
       // watches casket's own rules): counted as enforced.
       const enforced = byS3 || this.options.mode === 'enforce';
-      this.options.onRefusal?.(refusal.reason, enforced, { agent: w.agent, bucket: w.bucket, key: w.key });
+      // An enforced refusal is counted where it is answered (report): it may
+      // still become a 200, as an exact retry (s3/write.ts).
       if (enforced) throw refusal;
+      this.options.onRefusal?.(refusal.reason, false, { agent: w.agent, bucket: w.bucket, key: w.key });
       return this.early(w, plain);
     }
     return this.early(w, plain);
@@ -144,8 +146,15 @@ export class Guard {
     return { permit };
   }
 
-  /** A refusal decided past the guard's rules (a merge conflict, s3/merge-write.ts): counted and logged like the others. */
+  /**
+   * A refusal decided past the guard's rules — a conflict at commit, a
+   * person's failed condition, a merge conflict — counted and logged like
+   * the others, once: the S3 layer reports every refusal it answers with,
+   * and one the guard already counted is not counted again.
+   */
   report(refusal: Refusal, agent?: string): void {
+    if (refusal.details.counted) return;
+    refusal.details.counted = true;
     this.options.onRefusal?.(refusal.reason, true, { ...(agent !== undefined && { agent }), bucket: refusal.bucket, key: refusal.key });
   }
 

@@ -40,6 +40,8 @@ export interface RefusalDetails {
   diff?: string;
   /** Path of the merge with conflict markers, for a merge-conflict. */
   merge?: string;
+  /** Already counted and logged (Guard.report): a refusal is counted once, however many layers it passes. */
+  counted?: boolean;
 }
 
 export class Refusal extends Error {

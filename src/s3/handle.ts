@@ -145,7 +145,10 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     outcome.response = await HANDLERS[operation](ctx, services);
   } catch (e) {
     let err: S3Error;
-    if (e instanceof Refusal) err = refusalError(e, etagSuffix);
+    if (e instanceof Refusal) {
+      services.guard.report(e, outcome.agent);
+      err = refusalError(e, etagSuffix);
+    }
     else if (isS3Error(e)) err = e;
     else {
       err = new S3Error('InternalError');

@@ -28,6 +28,7 @@ import { expandETag, formatETag } from '../vocabulary/etag.js';
 import { requireKey, type RequestContext, type Services } from './context.js';
 import { putVersion } from './put-version.js';
 import { emptyResponse, type S3Response } from './respond.js';
+import { canonicalQuery } from '../vocabulary/url-encoding.js';
 
 export const MERGE_HEADER = 'x-casket-merge';
 
@@ -42,7 +43,7 @@ export function wantsMerge(ctx: RequestContext): boolean {
 
 /** The path of the merge with conflict markers (served by agent-changes.ts). */
 export function mergePath(bucket: string, key: string, base: string, current: string, sent: string): string {
-  return `/_casket/merge?bucket=${encodeURIComponent(bucket)}&key=${encodeURIComponent(key)}&base=${base}&current=${current}&sent=${sent}`;
+  return `/_casket/merge?${canonicalQuery({ bucket, key, base, current, sent })}`;
 }
 
 function sha256(content: Buffer): string {

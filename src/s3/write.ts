@@ -11,6 +11,7 @@ import type { WriteConditions } from '../guard/preconditions.js';
 import { Refusal } from '../guard/refusal.js';
 import type { WritePermit } from '../guard/guard.js';
 import { parseETagList } from '../vocabulary/etag.js';
+import { canonicalQuery } from '../vocabulary/url-encoding.js';
 import type { RequestContext, Services } from './context.js';
 
 export function writeConditionsFrom(headers: Record<string, string>): WriteConditions {
@@ -73,7 +74,7 @@ const DIFF_REFUSALS = new Set(['precondition-failed', 'precondition-required', '
 
 /** The path of the diff between two versions of a key (served by agent-changes.ts). */
 export function diffPath(bucket: string, key: string, from: string, to: string): string {
-  return `/_casket/diff?bucket=${encodeURIComponent(bucket)}&key=${encodeURIComponent(key)}&from=${from}&to=${to}`;
+  return `/_casket/diff?${canonicalQuery({ bucket, key, from, to })}`;
 }
 
 /**

@@ -20,10 +20,14 @@ import type { StateStore } from './types.js';
 /** Seconds a client should wait before retrying: ioredis reconnects within about a second. */
 const RETRY_AFTER = '1';
 
+/**
+ * The client is told what happened, not the Redis or SQLite client's own
+ * words ("Stream isn't writeable and enableOfflineQueue options is false"):
+ * those describe casket's internals. The cause stays on the error for the log.
+ */
 export function stateUnavailable(cause: unknown): S3Error {
-  const why = cause instanceof Error ? cause.message : String(cause);
   const error = new S3Error('ServiceUnavailable', {
-    message: `casket's state store is unavailable (${why}); nothing was written. Retry shortly.`,
+    message: "casket's state store is unavailable; nothing was written. Retry shortly.",
     headers: { 'retry-after': RETRY_AFTER },
   });
   (error as Error).cause = cause;

@@ -42,7 +42,7 @@ describe('diffVersions', () => {
   it('text: a unified diff with both ETags and writers in the header lines', () => {
     const d = diffVersions('notes.md', { etag: 'e1', content: Buffer.from(base) }, { etag: 'e2', writer: 'bob', content: Buffer.from(base.replace('line 7\n', 'seven\n')) }, 65536);
     expect(d.contentType).toMatch(/^text\/x-diff/);
-    expect(d.body).toContain('--- a/notes.md\t"e1" (writer unknown)');
+    expect(d.body).toContain('--- a/notes.md\t"e1" (written by a request without an agent)');
     expect(d.body).toContain('+++ b/notes.md\t"e2" (written by agent "bob")');
     expect(d.body).toContain('-line 7\n+seven\n');
     expect(d.truncated).toBe(false);

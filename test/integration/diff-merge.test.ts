@@ -229,7 +229,8 @@ describe('one casket', () => {
     const f = await failure(bob.write('stale.md', edit(b.text, 'item 3.1:', 'item 3.1 by bob:'), b.etag));
     expect(f.status).toBe(412);
     const link = f.error.Diff as string;
-    expect(link).toBe(`/_casket/diff?bucket=${bucket}&key=stale.md&from=${sha(base)}&to=${sha(aliceText)}`);
+    // Canonical (sorted) query: signers that sign the query as given (curl --aws-sigv4) sign it right.
+    expect(link).toBe(`/_casket/diff?bucket=${bucket}&from=${sha(base)}&key=stale.md&to=${sha(aliceText)}`);
     expect(bob.state.headers['x-casket-diff']).toBe(link);
     expect(f.error.message).toContain(`GET ${link}`);
     const diff = await fetchSigned(casket.url, casket.agents.bob!, link);
@@ -269,7 +270,7 @@ describe('one casket', () => {
   /** The refusal's link, in the header and the XML, is the diff base→alice's version and shows exactly her change. */
   async function expectDiffOfAlicesChange(f: Awaited<ReturnType<typeof failure>>, key: string, base: string, aliceText: string) {
     const link = f.error.Diff as string;
-    expect(link).toBe(`/_casket/diff?bucket=${bucket}&key=${key}&from=${sha(base)}&to=${sha(aliceText)}`);
+    expect(link).toBe(`/_casket/diff?bucket=${bucket}&from=${sha(base)}&key=${key}&to=${sha(aliceText)}`);
     expect(bob.state.headers['x-casket-diff']).toBe(link);
     const diff = await fetchSigned(casket.url, casket.agents.bob!, link);
     expect(diff.status).toBe(200);

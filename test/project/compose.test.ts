@@ -10,7 +10,7 @@ import { OPTIONS } from '../../src/config.js';
 
 const file = resolve(import.meta.dirname, '../../compose.yaml');
 
-function load(): { services: Record<string, { environment?: Record<string, string>; command?: string; profiles?: string[]; image?: string }> } {
+function load(): { services: Record<string, { environment?: Record<string, string>; command?: string; profiles?: string[]; image?: string; build?: string; volumes?: string[] }> } {
   // PyYAML ships with the machine's python3 (boto3 depends on it); it resolves anchors and merge keys.
   const json = execFileSync('python3', ['-c', 'import json,sys,yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))', file], { encoding: 'utf8' });
   return JSON.parse(json);
@@ -24,6 +24,14 @@ describe('compose.yaml', () => {
     for (const name of ['casket-replica-a', 'casket-replica-b']) {
       expect(services[name]!.profiles).toEqual(['replicas']);
       expect(services[name]!.environment).toMatchObject({ CASKET_STATE: 'redis', CASKET_REDIS_URL: 'redis://redis:6379' });
+    }
+  });
+
+  it('runs casket from the image the Dockerfile builds: no source mounted, nothing installed at start', () => {
+    for (const [name, service] of Object.entries(load().services).filter(([n]) => n.startsWith('casket'))) {
+      expect(service.build, name).toBe('.');
+      expect(service.command, name).toBeUndefined();
+      expect(service.volumes, name).toEqual([expect.stringMatching(/^[a-z-]+-data:\/data$/)]);
     }
   });
 

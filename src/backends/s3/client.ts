@@ -119,7 +119,10 @@ export function rootOf<T>(doc: Record<string, unknown>): Partial<T> {
  * which every S3 client retries.
  */
 export function unreachable(error: Error & { code?: string }): S3Error {
-  return new S3Error('ServiceUnavailable', { message: `The upstream S3 endpoint is unavailable (${error.code ?? error.message}). Please retry.` });
+  const unavailable = new S3Error('ServiceUnavailable', { message: `The upstream S3 endpoint is unavailable (${error.code ?? 'no answer'}). Please retry.` });
+  // Kept for the log line and the readiness answer, which name the code.
+  (unavailable as Error).cause = error;
+  return unavailable;
 }
 
 /** Upstream error codes that are casket's fault, not the client's. */
