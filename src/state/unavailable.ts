@@ -17,13 +17,18 @@
 import { S3Error } from '../vocabulary/errors.js';
 import type { StateStore } from './types.js';
 
-/** Seconds a client should wait before retrying: ioredis reconnects within about a second. */
+/**
+ * Seconds a client should wait before retrying: ioredis reconnects within
+ * about a second, and a Sentinel failover elects a new primary within a few
+ * (the SDKs back off further on each retry).
+ */
 const RETRY_AFTER = '1';
 
 export function stateUnavailable(cause: unknown): S3Error {
-  const why = cause instanceof Error ? cause.message : String(cause);
+  // The cause stays in casket's log (server.ts): a client gets no library's
+  // or server's own words (a Redis error names hosts, replicas, commands).
   const error = new S3Error('ServiceUnavailable', {
-    message: `casket's state store is unavailable (${why}); nothing was written. Retry shortly.`,
+    message: "casket's state store is unavailable, or could not confirm the change on a replica; nothing was written. Retry shortly.",
     headers: { 'retry-after': RETRY_AFTER },
   });
   (error as Error).cause = cause;
