@@ -19,7 +19,7 @@
  * lost in a failover costs a diff link on a later refusal, never a decision.
  */
 import type { Redis } from 'ioredis';
-import { openRedis, type RedisTarget } from '../state/redis-connection.js';
+import { closeRedis, openRedis, type RedisTarget } from '../state/redis-connection.js';
 import { sha256Hex, type Retention, type RetentionLimits } from './types.js';
 
 /**
@@ -125,10 +125,6 @@ export class RedisRetention implements Retention {
   }
 
   async close(): Promise<void> {
-    try {
-      await this.redis.quit();
-    } catch {
-      this.redis.disconnect();
-    }
+    await closeRedis(this.redis);
   }
 }

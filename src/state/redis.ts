@@ -72,7 +72,7 @@
  * acknowledged change is on a second machine before the answer leaves.
  */
 import { type ChainableCommander, type Redis } from 'ioredis';
-import { confirmReplicated, openRedis, type RedisTarget, type Replication } from './redis-connection.js';
+import { closeRedis, confirmReplicated, openRedis, type RedisTarget, type Replication } from './redis-connection.js';
 import { SESSION_GRACE_MS, type SessionRecord } from './types.js';
 import type { PartDigest, ReadEvent, ReadStamp, StampEntry, StateLimits, StateStore, WriteLogEntry, WriteLogQuery } from './types.js';
 
@@ -360,11 +360,6 @@ export class RedisStateStore implements StateStore {
   }
 
   async close(): Promise<void> {
-    try {
-      await this.redis.quit();
-    } catch {
-      // Already disconnected (Redis down): nothing left to flush.
-      this.redis.disconnect();
-    }
+    await closeRedis(this.redis);
   }
 }

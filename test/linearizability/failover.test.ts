@@ -61,9 +61,10 @@ interface Writer {
 }
 
 /** What an SDK error says about itself: status, Retry-After, message. */
-function described(e: unknown): { status: number | undefined; retryAfter: string | undefined; message: string } {
+function described(e: unknown): { status: number | undefined; retryAfter: string | undefined; reason: string | undefined; message: string } {
   const err = e as { message?: string; $metadata?: { httpStatusCode?: number }; $response?: { headers?: Record<string, string> } };
-  return { status: err.$metadata?.httpStatusCode, retryAfter: err.$response?.headers?.['retry-after'], message: String(err.message) };
+  const headers = err.$response?.headers ?? {};
+  return { status: err.$metadata?.httpStatusCode, retryAfter: headers['retry-after'], reason: headers['x-casket-reason'], message: String(err.message) };
 }
 
 async function oneRun(run: number) {
@@ -98,6 +99,8 @@ async function oneRun(run: number) {
 
   const acks: Array<AckedWrite & { agent: boolean; sent: number }> = [];
   const figures = { attempts: 0, acknowledged: 0, conflicts: 0, unavailable: 0 };
+  /** Agents' answers since the last kill, by status and reason: what a run that fails to recover was told. */
+  const sinceKill = new Map<string, number>();
   const unexpected: string[] = [];
   /** Kill times, and when an agent write sent after each was first acknowledged. */
   const kills: number[] = [];
@@ -142,9 +145,13 @@ async function oneRun(run: number) {
           const put = await w.writer.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: String(seen.value + 1), IfMatch: seen.etag }));
           acks.push({ writer: w.name, agent: w.agent, from: seen.etag, to: put.ETag!, value: seen.value + 1, sent });
           figures.acknowledged++;
-          if (w.agent && kills.length > recovered.length && sent > kills[kills.length - 1]!) recovered.push(Date.now());
+          if (w.agent && kills.length > recovered.length && sent > kills[kills.length - 1]!) {
+            recovered.push(Date.now());
+            sinceKill.clear();
+          }
         } catch (e) {
           const d = described(e);
+          if (w.agent && kills.length > 0) sinceKill.set(`${d.status} ${d.reason ?? ''}`, (sinceKill.get(`${d.status} ${d.reason ?? ''}`) ?? 0) + 1);
           if (d.status === 412) figures.conflicts++;
           else if (d.status === 503 && d.retryAfter !== undefined && !/READONLY|NOREPLICAS|ioredis|Connection|WAIT|127\.0\.0\.1/.test(d.message)) {
             figures.unavailable++;
@@ -156,7 +163,18 @@ async function oneRun(run: number) {
     }),
   );
   done = true;
-  const [firstPrimary, second, third] = await failovers;
+  const outcome = await failovers.then(
+    (primaries) => ({ primaries }),
+    (error: unknown) => ({ error }),
+  );
+  if ('error' in outcome) {
+    const causes = caskets.flatMap((c) => c.logs.filter((l) => l.includes('"cause"')).slice(-3));
+    throw new Error(
+      `${(outcome.error as Error).message}; ${JSON.stringify(figures)}; agents were answered since the last kill: ${JSON.stringify([...sinceKill])}; ` +
+        `primary now ${await group.primary().catch(() => '?')}; last causes logged: ${causes.join(' | ')}`,
+    );
+  }
+  const [firstPrimary, second, third] = outcome.primaries;
   const last = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
   const final = { etag: last.ETag!, value: Number((await bytes(last.Body)).toString()) };
   const verdict = checkChain(start, acks, final);
