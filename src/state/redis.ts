@@ -198,13 +198,23 @@ export class RedisStateStore implements StateStore {
   }
 
   /**
-   * `change`, then WAIT on the same connection once it has been answered.
-   * Not pipelined behind it: a script the server has not cached (a fresh
-   * primary, just after a failover) fails EVALSHA and is sent again as EVAL
-   * after the answer, and a WAIT already sent would cover nothing of it.
+   * `change` (a plain command or MULTI, already sent), then WAIT right
+   * behind it on the same connection: both leave together, so the wait costs
+   * the replica's acknowledgement and no round trip of casket's own.
    */
   private async durable<T>(change: Promise<T>): Promise<T> {
-    const result = await change;
+    const [result] = await Promise.all([change, confirmReplicated(this.redis, this.replication)]);
+    return result;
+  }
+
+  /**
+   * A script, then WAIT once it has been answered. Not pipelined: a script
+   * the server has not cached (a fresh primary, just after a failover) fails
+   * EVALSHA and is sent again as EVAL after that answer, and a WAIT sent
+   * before it would cover nothing of it.
+   */
+  private async durableScript<T>(script: Promise<T>): Promise<T> {
+    const result = await script;
     await confirmReplicated(this.redis, this.replication);
     return result;
   }
@@ -216,7 +226,7 @@ export class RedisStateStore implements StateStore {
   private async touch(mode: 'read' | 'write', agent: string, bucket: string, key: string, etag: string, size: number, start: number, end: number): Promise<ReadStamp> {
     const id = this.id(agent, bucket, key);
     const p = this.prefix;
-    const [storedETag, storedSize, full, covered, at] = await this.durable(this.redis.touchStamp(
+    const [storedETag, storedSize, full, covered, at] = await this.durableScript(this.redis.touchStamp(
       `${p}stamp:${id}`, `${p}stamps`, `${p}stamps:seq`, `${p}agent:${agent}`,
       id, mode, etag, size, start, end, Date.now(), this.limits.ttlMs, this.limits.maxEntries, p,
     ));
@@ -316,7 +326,7 @@ export class RedisStateStore implements StateStore {
 
   async putPartDigest(uploadId: string, part: PartDigest): Promise<void> {
     const { partNumber, ...digest } = part;
-    await this.durable(this.redis.putPartDigest(`${this.prefix}parts:${uploadId}`, `${partNumber} ${part.md5}`, JSON.stringify(digest), this.limits.ttlMs));
+    await this.durableScript(this.redis.putPartDigest(`${this.prefix}parts:${uploadId}`, `${partNumber} ${part.md5}`, JSON.stringify(digest), this.limits.ttlMs));
   }
 
   async getPartDigests(uploadId: string): Promise<PartDigest[]> {
