@@ -93,7 +93,11 @@ export async function openRedis(target: RedisTarget): Promise<Redis> {
   // the failures that matter reach callers as rejected commands.
   redis.on('error', () => {});
   try {
-    await redis.connect();
+    // Bounded: with no sentinel reachable ioredis retries for ever, and a
+    // casket that neither starts nor exits helps nobody.
+    let timer: NodeJS.Timeout | undefined;
+    const gaveUp = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('no answer')), 3 * TIMEOUT_MS)));
+    await Promise.race([redis.connect(), gaveUp]).finally(() => clearTimeout(timer));
   } catch (error) {
     redis.disconnect();
     throw new Error(`cannot connect to Redis at ${describeTarget(target)}`, { cause: error });
