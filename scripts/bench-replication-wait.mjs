@@ -40,7 +40,8 @@ const dir = mkdtempSync(join(tmpdir(), 'casket-bench-wait-'));
 const redisProcs = [];
 
 async function redisServer(port, extra = []) {
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' });
+  // In the temp dir: a replica writes the RDB its primary sends it to its working directory.
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
   redisProcs.push(proc);
   for (let i = 0; i < 200; i++) {
     try {

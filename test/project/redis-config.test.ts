@@ -5,6 +5,9 @@
  * file but never from a flag, which every user of the machine can read.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildConfig, parseArgs, withFile } from '../../src/config.js';
 import { CLI } from '../helpers/casket.js';
@@ -38,7 +41,7 @@ describe('Redis configuration', () => {
 
   // Bounded (20 s): a casket that took the flag would go on trying to reach the sentinels.
   it('a password given as a flag is refused, and not echoed', { timeout: 30_000 }, () => {
-    const r = spawnSync(process.execPath, [CLI, '--state', 'redis', '--redis-sentinels', 'h:1', '--redis-sentinel-name', 'g', '--redis-password', 'hunter2'], { encoding: 'utf8', timeout: 20_000 });
+    const r = spawnSync(process.execPath, [CLI, '--data-dir', mkdtempSync(join(tmpdir(), 'casket-config-')), '--state', 'redis', '--redis-sentinels', 'h:1', '--redis-sentinel-name', 'g', '--redis-password', 'hunter2'], { encoding: 'utf8', timeout: 20_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toContain('CASKET_REDIS_PASSWORD');
     expect(r.stderr).not.toContain('hunter2');
