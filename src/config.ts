@@ -7,6 +7,7 @@
 import type { Credential } from './auth/credentials.js';
 import { parsePolicy, PolicyError, type Policy } from './auth/policy.js';
 import type { AgentWritePolicy, GuardMode } from './guard/guard.js';
+import type { RedisTarget, Replication } from './state/redis-connection.js';
 
 export type EtagSuffixPolicy = 'auto' | 'always' | 'never';
 export type StateKind = 'sqlite' | 'memory' | 'redis';
@@ -41,6 +42,8 @@ export interface Config {
   etagSuffix: EtagSuffixPolicy;
   state: StateKind;
   redisUrl?: string;
+  /** Where Redis is (a URL or a Sentinel group) and the replicas each state change waits for (DESIGN §11). */
+  redis?: { target: RedisTarget; replication: Replication };
   stateTtlSeconds: number;
   stateMaxEntries: number;
   upstream?: UpstreamConfig;
@@ -64,13 +67,16 @@ interface Option {
   key: keyof RawConfig;
   help: string;
   boolean?: boolean;
+  /** A secret: read from env or the --config file only, never a flag (a command line is visible to every user in `ps`). */
+  secret?: boolean;
 }
 
 type RawConfig = Record<
   | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
-  | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes',
+  | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes'
+  | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout',
   string | undefined
 >;
 
@@ -89,6 +95,12 @@ export const OPTIONS: Option[] = [
   { flag: '--etag-suffix', env: 'CASKET_ETAG_SUFFIX', key: 'etagSuffix', help: 'auto (default: "<sha256>-1" for s3cmd and AWS SDK for Java v1) | always | never' },
   { flag: '--state', env: 'CASKET_STATE', key: 'state', help: 'sqlite (default, in the data dir) | memory | redis' },
   { flag: '--redis-url', env: 'CASKET_REDIS_URL', key: 'redisUrl', help: 'Redis URL for --state redis' },
+  { flag: '--redis-sentinels', env: 'CASKET_REDIS_SENTINELS', key: 'redisSentinels', help: 'HOST:PORT,HOST:PORT,...: Redis Sentinels to ask for the primary (instead of --redis-url)' },
+  { flag: '--redis-sentinel-name', env: 'CASKET_REDIS_SENTINEL_NAME', key: 'redisSentinelName', help: 'the primary group name the sentinels monitor (with --redis-sentinels)' },
+  { flag: '--redis-password', env: 'CASKET_REDIS_PASSWORD', key: 'redisPassword', help: 'password of the Redis servers a Sentinel names (env or --config file only)', secret: true },
+  { flag: '--redis-sentinel-password', env: 'CASKET_REDIS_SENTINEL_PASSWORD', key: 'redisSentinelPassword', help: 'password of the sentinels (env or --config file only)', secret: true },
+  { flag: '--redis-min-replicas', env: 'CASKET_REDIS_MIN_REPLICAS', key: 'redisMinReplicas', help: 'replicas that must hold a state change before casket acknowledges it (WAIT); default 1 with --redis-sentinels, 0 with --redis-url' },
+  { flag: '--redis-replica-timeout', env: 'CASKET_REDIS_REPLICA_TIMEOUT', key: 'redisReplicaTimeout', help: 'milliseconds to wait for those replicas before answering 503 (default 1000, at most 2000)' },
   { flag: '--state-ttl', env: 'CASKET_STATE_TTL', key: 'stateTtl', help: 'seconds a read stamp is kept (default 604800)' },
   { flag: '--state-max-entries', env: 'CASKET_STATE_MAX_ENTRIES', key: 'stateMaxEntries', help: 'most read stamps kept (default 1000000)' },
   { flag: '--upstream', env: 'CASKET_UPSTREAM', key: 'upstream', help: 'URL of an S3 endpoint to proxy instead of the embedded store' },
@@ -132,6 +144,7 @@ export function parseArgs(argv: string[], env: Record<string, string | undefined
     const [flag, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, undefined];
     const o = OPTIONS.find((x) => x.flag === flag);
     if (!o) throw new ConfigError(`unknown option ${arg} (see --help)`);
+    if (o.secret) throw new ConfigError(`${flag} is a secret: set ${o.env} or "${o.key}" in the --config file, not a flag (a command line is visible to every user)`);
     const value = inline ?? argv[++i];
     if (value === undefined) throw new ConfigError(`${flag} needs a value`);
     raw[o.key] = value;
@@ -227,9 +240,10 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
   if ((raw.accessKey === undefined) !== (raw.secretKey === undefined)) throw new ConfigError('--access-key and --secret-key go together');
   if (raw.accessKey && raw.secretKey) credentials.unshift({ accessKeyId: raw.accessKey, secretAccessKey: raw.secretKey, admin: true });
   const state = oneOf('--state', raw.state, ['sqlite', 'memory', 'redis'] as const, 'sqlite');
-  if (state === 'redis' && !raw.redisUrl) throw new ConfigError('--state redis needs --redis-url');
   // Not echoed: a Redis URL may carry a password.
   if (raw.redisUrl !== undefined && !URL.canParse(raw.redisUrl)) throw new ConfigError('--redis-url must be a URL, e.g. redis://127.0.0.1:6379');
+  const redis = redisConfig(raw);
+  if (state === 'redis' && !redis) throw new ConfigError('--state redis needs --redis-url or --redis-sentinels');
   if ((raw.tlsCert === undefined) !== (raw.tlsKey === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   let upstream: UpstreamConfig | undefined;
   if (raw.upstream) {
@@ -262,6 +276,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     etagSuffix: oneOf('--etag-suffix', raw.etagSuffix, ['auto', 'always', 'never'] as const, 'auto'),
     state,
     ...(raw.redisUrl !== undefined && { redisUrl: raw.redisUrl }),
+    ...(redis && { redis }),
     stateTtlSeconds: integer('--state-ttl', raw.stateTtl, 7 * 24 * 3600, 1),
     stateMaxEntries: integer('--state-max-entries', raw.stateMaxEntries, 1_000_000, 1),
     ...(upstream && { upstream }),
@@ -275,6 +290,41 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     retainBytes: integer('--retain-bytes', raw.retainBytes, 1024 * 1024 * 1024),
     diffMaxBytes: integer('--diff-max-bytes', raw.diffMaxBytes, 64 * 1024, 1),
   };
+}
+
+/** `HOST:PORT,HOST:PORT,…` (IPv6 in brackets). */
+function sentinelList(value: string): Array<{ host: string; port: number }> {
+  return value.split(',').map((entry) => {
+    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(entry.trim());
+    const port = m ? Number(m[2]) : NaN;
+    if (!m || !(port > 0 && port < 65536)) throw new ConfigError(`--redis-sentinels must be HOST:PORT,HOST:PORT,…, not "${value}"`);
+    return { host: m[1]!, port };
+  });
+}
+
+/** Redis by URL or by Sentinel (one or the other), and the replication each state change waits for. */
+function redisConfig(raw: Partial<RawConfig>): Config['redis'] {
+  if (raw.redisUrl !== undefined && raw.redisSentinels !== undefined) throw new ConfigError('--redis-url and --redis-sentinels are alternatives: give one');
+  if ((raw.redisSentinels === undefined) !== (raw.redisSentinelName === undefined)) throw new ConfigError('--redis-sentinels and --redis-sentinel-name go together');
+  let target: RedisTarget;
+  if (raw.redisSentinels !== undefined) {
+    target = {
+      sentinels: sentinelList(raw.redisSentinels),
+      name: raw.redisSentinelName!,
+      ...(raw.redisPassword !== undefined && { password: raw.redisPassword }),
+      ...(raw.redisSentinelPassword !== undefined && { sentinelPassword: raw.redisSentinelPassword }),
+    };
+  } else if (raw.redisUrl !== undefined) {
+    if (raw.redisPassword !== undefined || raw.redisSentinelPassword !== undefined) throw new ConfigError('with --redis-url the password goes in the URL (redis://:PASSWORD@HOST:PORT, e.g. in CASKET_REDIS_URL)');
+    target = { url: raw.redisUrl };
+  } else {
+    return undefined;
+  }
+  const replicas = integer('--redis-min-replicas', raw.redisMinReplicas, 'sentinels' in target ? 1 : 0);
+  const timeoutMs = integer('--redis-replica-timeout', raw.redisReplicaTimeout, 1000, 1);
+  // Below the command timeout (state/redis-connection.ts): a WAIT that outlives it would be cut off as an error.
+  if (timeoutMs > 2000) throw new ConfigError(`--redis-replica-timeout must be at most 2000 ms, not ${timeoutMs}`);
+  return { target, replication: { replicas, timeoutMs } };
 }
 
 /**

@@ -117,14 +117,14 @@ async function createState(config: Config): Promise<StateStore> {
     case 'sqlite':
       return failingAsUnavailable(new SqliteStateStore(join(config.dataDir, 'state.db'), limits));
     case 'redis':
-      return failingAsUnavailable(await RedisStateStore.connect(config.redisUrl!, limits));
+      return failingAsUnavailable(await RedisStateStore.connect(config.redis!.target, limits, { replication: config.redis!.replication }));
   }
 }
 
 /** Retained versions (DESIGN §6) where every replica sees them: Redis when the state is shared, else the data dir. */
 async function createRetention(config: Config): Promise<Retention> {
   const limits = { maxBytes: config.retainBytes, ttlMs: config.stateTtlSeconds * 1000 };
-  if (config.state === 'redis') return RedisRetention.connect(config.redisUrl!, limits);
+  if (config.state === 'redis') return RedisRetention.connect(config.redis!.target, limits);
   return new FileRetention(join(config.dataDir, 'retained'), limits);
 }
 
@@ -197,8 +197,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
       accessKey: outcome.accessKey,
       status: outcome.response.status,
       ...(outcome.error && { error: outcome.error.code, reason: outcome.error.headers['x-casket-reason'] }),
-      // What a 503 hides from the client (state/unavailable.ts): the store client's own words, for the operator.
-      ...((outcome.error as Error | undefined)?.cause instanceof Error && { cause: ((outcome.error as Error).cause as Error).message }),
+      // What the client is not told (state/unavailable.ts): why the state store failed.
+      ...(outcome.error?.cause instanceof Error && { cause: outcome.error.cause.message }),
       ms: Math.round(seconds * 1000 * 10) / 10,
       ...(!complete && { aborted: true }),
       // Policy refusals (DESIGN §7): which action on which resource, and why.

@@ -13,11 +13,14 @@
  * the budget, with nothing interleaved — so replicas never double-count.
  * Known gap: as in state/redis.ts, the scripts touch keys they derive (the
  * blobs); on Redis Cluster use a prefix with a hash tag.
+ *
+ * With Sentinel it follows the primary like the state store
+ * (state/redis-connection.ts) but waits for no replica: a retained version
+ * lost in a failover costs a diff link on a later refusal, never a decision.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { closeRedis, openRedis, type RedisTarget } from '../state/redis-connection.js';
 import { sha256Hex, type Retention, type RetentionLimits } from './types.js';
-
-const TIMEOUT_MS = 3000;
 
 /**
  * A touch's score: its time, but always after every earlier touch's — two
@@ -85,11 +88,9 @@ interface Scripts {
 export class RedisRetention implements Retention {
   private constructor(private readonly redis: Redis & Scripts, private readonly limits: RetentionLimits, private readonly prefix: string) {}
 
-  static async connect(url: string, limits: RetentionLimits, options: { prefix?: string } = {}): Promise<RedisRetention> {
-    // Its own connection, with the same fail-fast settings as the state store.
-    const redis = new Redis(url, { lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: TIMEOUT_MS, commandTimeout: TIMEOUT_MS, retryStrategy: (n) => Math.min(n * 200, 2000) });
-    redis.on('error', () => {});
-    await redis.connect();
+  static async connect(target: string | RedisTarget, limits: RetentionLimits, options: { prefix?: string } = {}): Promise<RedisRetention> {
+    // Its own connection, with the same fail-fast, never-replay settings as the state store.
+    const redis = await openRedis(typeof target === 'string' ? { url: target } : target);
     redis.defineCommand('keepRetained', { numberOfKeys: 2, lua: KEEP });
     redis.defineCommand('touchRetained', { numberOfKeys: 2, lua: TOUCH });
     return new RedisRetention(redis as Redis & Scripts, limits, `${options.prefix ?? 'casket:'}retained`);
@@ -124,10 +125,6 @@ export class RedisRetention implements Retention {
   }
 
   async close(): Promise<void> {
-    try {
-      await this.redis.quit();
-    } catch {
-      this.redis.disconnect();
-    }
+    await closeRedis(this.redis);
   }
 }

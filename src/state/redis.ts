@@ -49,13 +49,32 @@
  *
  * A down Redis must not hang a request: no offline queue (commands fail at
  * once while disconnected), no retry or resend after a reconnect, and connect and command
- * timeouts, so every call settles within a few seconds.
+ * timeouts, so every call settles within a few seconds (redis-connection.ts,
+ * which also follows a Sentinel group's primary through a failover).
+ *
+ * Durability across a failover (DESIGN §11). Redis replicates asynchronously:
+ * a primary answers a write before any replica has it, and a failover then
+ * promotes a replica without it ("Redis uses asynchronous replication … the
+ * master will not wait every time for a command to be processed by the
+ * replicas", https://redis.io/docs/latest/operate/oss_and_stack/management/replication/).
+ * So with `replication.replicas` > 0, every state change is followed on the
+ * same connection by WAIT (https://redis.io/docs/latest/commands/wait/) and
+ * counts as made only once that many replicas hold it; fewer in time is an
+ * error like Redis being down (503 before a commit, state/unavailable.ts).
+ * And the read that precedes an agent's commit — its read stamp, `getStamp`,
+ * guard/guard.ts — waits too: a write goes ahead only while a replica has
+ * confirmed everything this casket recorded, its read stamps included, so
+ * during an election, or with no replica in sync, an agent's write is refused
+ * before it reaches the backend. Sentinel promotes the replica with the
+ * largest replication offset ("replica selection", sentinel page), which holds
+ * every change WAIT confirmed on any replica. WAIT does not make Redis
+ * strongly consistent (the WAIT page says so); what it buys is that an
+ * acknowledged change is on a second machine before the answer leaves.
  */
-import { Redis, type ChainableCommander } from 'ioredis';
+import { type ChainableCommander, type Redis } from 'ioredis';
+import { closeRedis, confirmReplicated, openRedis, type RedisTarget, type Replication } from './redis-connection.js';
 import { SESSION_GRACE_MS, type SessionRecord } from './types.js';
 import type { PartDigest, ReadEvent, ReadStamp, StampEntry, StateLimits, StateStore, WriteLogEntry, WriteLogQuery } from './types.js';
-
-const TIMEOUT_MS = 3000;
 
 /**
  * KEYS: stamp key, stamps zset, stamps counter, agent zset.
@@ -163,50 +182,41 @@ function toStamp(fields: Record<string, string>): ReadStamp | undefined {
   return { etag: fields.etag, size: Number(fields.size), full: fields.full === '1', covered: parseCovered(fields.covered ?? ''), at: Number(fields.at) };
 }
 
-/** host:port only: a URL may carry a password that has no place in an error message. */
-function describe(url: string): string {
-  try {
-    const { hostname, port } = new URL(url);
-    return `${hostname}:${port || '6379'}`;
-  } catch {
-    return 'the configured Redis';
-  }
-}
-
 export class RedisStateStore implements StateStore {
   private constructor(
     private readonly redis: Redis & Scripts,
     private readonly limits: StateLimits,
     private readonly prefix: string,
+    private readonly replication: Replication,
   ) {}
 
-  static async connect(url: string, limits: StateLimits, options: { prefix?: string } = {}): Promise<RedisStateStore> {
-    const redis = new Redis(url, {
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      // A command whose connection dropped fails; it is never sent again on
-      // the next connection. A replay would apply an old event after newer
-      // ones (a read stamp of a replaced version landing after the agent's
-      // fresh read, a second write-log entry for one write): the caller has
-      // already answered without it, as a failure it tolerates.
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      connectTimeout: TIMEOUT_MS,
-      commandTimeout: TIMEOUT_MS,
-      retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-    });
-    // Without a listener ioredis prints every reconnection error to stderr;
-    // the failures that matter reach callers as rejected commands.
-    redis.on('error', () => {});
-    try {
-      await redis.connect();
-    } catch (error) {
-      redis.disconnect();
-      throw new Error(`cannot connect to Redis at ${describe(url)}: ${(error as Error).message}`, { cause: error });
-    }
+  static async connect(target: string | RedisTarget, limits: StateLimits, options: { prefix?: string; replication?: Replication } = {}): Promise<RedisStateStore> {
+    const redis = await openRedis(typeof target === 'string' ? { url: target } : target);
     redis.defineCommand('touchStamp', { numberOfKeys: 4, lua: TOUCH_STAMP });
     redis.defineCommand('putPartDigest', { numberOfKeys: 1, lua: PUT_PART_DIGEST });
-    return new RedisStateStore(redis as Redis & Scripts, limits, options.prefix ?? 'casket:');
+    return new RedisStateStore(redis as Redis & Scripts, limits, options.prefix ?? 'casket:', options.replication ?? { replicas: 0, timeoutMs: 0 });
+  }
+
+  /**
+   * `change` (a plain command or MULTI, already sent), then WAIT right
+   * behind it on the same connection: both leave together, so the wait costs
+   * the replica's acknowledgement and no round trip of casket's own.
+   */
+  private async durable<T>(change: Promise<T>): Promise<T> {
+    const [result] = await Promise.all([change, confirmReplicated(this.redis, this.replication)]);
+    return result;
+  }
+
+  /**
+   * A script, then WAIT once it has been answered. Not pipelined: a script
+   * the server has not cached (a fresh primary, just after a failover) fails
+   * EVALSHA and is sent again as EVAL after that answer, and a WAIT sent
+   * before it would cover nothing of it.
+   */
+  private async durableScript<T>(script: Promise<T>): Promise<T> {
+    const result = await script;
+    await confirmReplicated(this.redis, this.replication);
+    return result;
   }
 
   private id(agent: string, bucket: string, key: string): string {
@@ -216,10 +226,10 @@ export class RedisStateStore implements StateStore {
   private async touch(mode: 'read' | 'write', agent: string, bucket: string, key: string, etag: string, size: number, start: number, end: number): Promise<ReadStamp> {
     const id = this.id(agent, bucket, key);
     const p = this.prefix;
-    const [storedETag, storedSize, full, covered, at] = await this.redis.touchStamp(
+    const [storedETag, storedSize, full, covered, at] = await this.durableScript(this.redis.touchStamp(
       `${p}stamp:${id}`, `${p}stamps`, `${p}stamps:seq`, `${p}agent:${agent}`,
       id, mode, etag, size, start, end, Date.now(), this.limits.ttlMs, this.limits.maxEntries, p,
-    );
+    ));
     return { etag: storedETag!, size: Number(storedSize), full: full === '1', covered: parseCovered(covered!), at: Number(at) };
   }
 
@@ -231,8 +241,13 @@ export class RedisStateStore implements StateStore {
     await this.touch('write', agent, bucket, key, etag, size, 0, size);
   }
 
+  /**
+   * The stamp an agent's write is judged by, before its commit: WAIT too
+   * (see the file comment), so no agent write is let through while what this
+   * casket recorded is on no replica.
+   */
   async getStamp(agent: string, bucket: string, key: string): Promise<ReadStamp | undefined> {
-    return toStamp(await this.redis.hgetall(`${this.prefix}stamp:${this.id(agent, bucket, key)}`));
+    return toStamp(await this.durable(this.redis.hgetall(`${this.prefix}stamp:${this.id(agent, bucket, key)}`)));
   }
 
   async listStamps(agent: string): Promise<StampEntry[]> {
@@ -257,7 +272,7 @@ export class RedisStateStore implements StateStore {
   async forgetStamp(agent: string, bucket: string, key: string): Promise<void> {
     const id = this.id(agent, bucket, key);
     const p = this.prefix;
-    await exec(this.redis.multi().del(`${p}stamp:${id}`).zrem(`${p}stamps`, id).zrem(`${p}agent:${agent}`, id));
+    await this.durable(exec(this.redis.multi().del(`${p}stamp:${id}`).zrem(`${p}stamps`, id).zrem(`${p}agent:${agent}`, id)));
   }
 
   async appendWriteLog(entry: WriteLogEntry): Promise<void> {
@@ -265,7 +280,7 @@ export class RedisStateStore implements StateStore {
     const log = `${this.prefix}write-log`;
     const json = JSON.stringify(stored);
     const last = `${this.prefix}last-write:${JSON.stringify([entry.bucket, entry.key])}`;
-    await exec(this.redis.multi().lpush(log, json).ltrim(log, 0, this.limits.maxEntries - 1).pexpire(log, this.limits.ttlMs).set(last, json, 'PX', this.limits.ttlMs));
+    await this.durable(exec(this.redis.multi().lpush(log, json).ltrim(log, 0, this.limits.maxEntries - 1).pexpire(log, this.limits.ttlMs).set(last, json, 'PX', this.limits.ttlMs)));
   }
 
   async lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined> {
@@ -306,12 +321,12 @@ export class RedisStateStore implements StateStore {
   }
 
   async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
-    await this.redis.set(this.indexKey(bucket, key, upstreamETag), etag, 'PX', this.limits.ttlMs);
+    await this.durable(this.redis.set(this.indexKey(bucket, key, upstreamETag), etag, 'PX', this.limits.ttlMs));
   }
 
   async putPartDigest(uploadId: string, part: PartDigest): Promise<void> {
     const { partNumber, ...digest } = part;
-    await this.redis.putPartDigest(`${this.prefix}parts:${uploadId}`, `${partNumber} ${part.md5}`, JSON.stringify(digest), this.limits.ttlMs);
+    await this.durableScript(this.redis.putPartDigest(`${this.prefix}parts:${uploadId}`, `${partNumber} ${part.md5}`, JSON.stringify(digest), this.limits.ttlMs));
   }
 
   async getPartDigests(uploadId: string): Promise<PartDigest[]> {
@@ -328,14 +343,14 @@ export class RedisStateStore implements StateStore {
   }
 
   async deletePartDigests(uploadId: string): Promise<void> {
-    await this.redis.del(`${this.prefix}parts:${uploadId}`);
+    await this.durable(this.redis.del(`${this.prefix}parts:${uploadId}`));
   }
 
   async putSession(session: SessionRecord): Promise<void> {
     const ttl = session.expiresAt + SESSION_GRACE_MS - Date.now();
     const key = `${this.prefix}session:${session.accessKeyId}`;
-    if (ttl <= 0) await this.redis.del(key);
-    else await this.redis.set(key, JSON.stringify(session), 'PX', ttl);
+    if (ttl <= 0) await this.durable(this.redis.del(key));
+    else await this.durable(this.redis.set(key, JSON.stringify(session), 'PX', ttl));
   }
 
   async getSession(accessKeyId: string): Promise<SessionRecord | undefined> {
@@ -350,16 +365,11 @@ export class RedisStateStore implements StateStore {
     const key = `${this.prefix}session:${accessKeyId}`;
     const json = await this.redis.get(key);
     if (json === null) return false;
-    const set = await this.redis.set(key, JSON.stringify({ ...(JSON.parse(json) as SessionRecord), revoked: true }), 'KEEPTTL', 'XX');
+    const set = await this.durable(this.redis.set(key, JSON.stringify({ ...(JSON.parse(json) as SessionRecord), revoked: true }), 'KEEPTTL', 'XX'));
     return set === 'OK';
   }
 
   async close(): Promise<void> {
-    try {
-      await this.redis.quit();
-    } catch {
-      // Already disconnected (Redis down): nothing left to flush.
-      this.redis.disconnect();
-    }
+    await closeRedis(this.redis);
   }
 }

@@ -17,7 +17,11 @@
 import { S3Error } from '../vocabulary/errors.js';
 import type { StateStore } from './types.js';
 
-/** Seconds a client should wait before retrying: ioredis reconnects within about a second. */
+/**
+ * Seconds a client should wait before retrying: ioredis reconnects within
+ * about a second, and a Sentinel failover elects a new primary within a few
+ * (the SDKs back off further on each retry).
+ */
 const RETRY_AFTER = '1';
 
 /**
@@ -27,7 +31,7 @@ const RETRY_AFTER = '1';
  */
 export function stateUnavailable(cause: unknown): S3Error {
   const error = new S3Error('ServiceUnavailable', {
-    message: "casket's state store is unavailable; nothing was written. Retry shortly.",
+    message: "casket's state store is unavailable, or could not confirm the change on a replica; nothing was written. Retry shortly.",
     headers: { 'retry-after': RETRY_AFTER },
   });
   (error as Error).cause = cause;
