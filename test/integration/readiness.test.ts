@@ -72,7 +72,7 @@ describe('readiness', () => {
       // The client's 503 is casket's own sentence; the Redis client's words stay in the log.
       const refused = await raw(c.url, c.agents.alice!, { method: 'PUT', path: '/ready/k', headers: { 'if-none-match': '*' }, body: 'x' });
       expect(refused.status).toBe(503);
-      expect(refused.body).toContain('casket&apos;s state store is unavailable; nothing was written. Retry shortly.');
+      expect(refused.body).toContain('casket&apos;s state store is unavailable, or could not confirm the change on a replica; nothing was written. Retry shortly.');
       expect(refused.body).not.toMatch(/enableOfflineQueue|Stream isn't writeable|Connection is closed|ECONNREFUSED/);
       await redis.start();
       await until(async () => (await get(c.url, '/_casket/ready')).status === 200, 'readiness once Redis is back');
