@@ -32,7 +32,9 @@ export class Retainer {
   /** Keeps `content` as version `etag`, resolving once it is kept (or could not be: never rejects). */
   async kept(etag: string, content: Buffer | undefined): Promise<void> {
     if (!content || !this.eligible(etag, content.length)) return;
-    await this.store.keep(etag, content).catch((err: unknown) => this.log.warn({ err, etag }, 'retention: version not kept'));
+    // The error's message only: a Redis client's error carries the command it
+    // failed on, whose arguments are the object's content.
+    await this.store.keep(etag, content).catch((err: unknown) => this.log.warn({ error: err instanceof Error ? err.message : String(err), etag }, 'retention: version not kept'));
   }
 
   /** Refreshes a kept version's age: true when it is kept. */
