@@ -53,16 +53,23 @@ function required(query: URLSearchParams, name: string): string {
 
 const notKept = (what: string): EndpointResponse => ({ status: 404, body: { error: 'NoSuchVersion', message: `${what} is not retained: casket keeps the small versions agents read in full or wrote, within --retain-bytes and the stamp TTL. Read the object instead.` } });
 
-/** Who wrote a version, from the write log (the current version knows its own writer). */
-async function writerOf(services: Services, bucket: string, key: string, etag: string): Promise<string | undefined> {
+/**
+ * Who wrote a version, from the write log: its agent, or the access key of the
+ * request without an agent that wrote it (as a 412 names it, s3/write.ts).
+ * Nothing when the log has forgotten the write or cannot answer: a diff is
+ * still served, its label saying only "a request without an agent".
+ */
+async function writerOf(services: Services, bucket: string, key: string, etag: string): Promise<Pick<Version, 'writer' | 'writerAccessKey'>> {
   const log = await services.state.listWriteLog({ bucket, key, limit: 100 }).catch(() => []);
-  return log.find((e) => e.newETag === etag)?.agent;
+  const entry = log.find((e) => e.newETag === etag);
+  if (entry?.agent) return { writer: entry.agent };
+  return entry?.accessKey ? { writerAccessKey: entry.accessKey } : {};
 }
 
 /** The content of a version: retained, or the current object when it is that version. */
 async function versionOf(services: Services, bucket: string, key: string, etag: string | 'current'): Promise<Version | undefined> {
   const kept = etag === 'current' ? undefined : await services.retainer?.get(etag);
-  if (kept) return { etag, content: kept, ...(await writerOf(services, bucket, key, etag).then((w) => (w ? { writer: w } : {}))) };
+  if (kept) return { etag, content: kept, ...(await writerOf(services, bucket, key, etag)) };
   const limit = services.retainer?.maxObjectSize ?? 0;
   const reader = await services.backend.getObject(bucket, key);
   if (!reader) return etag === 'current' ? { etag: 'deleted', content: null } : undefined;
@@ -80,7 +87,8 @@ async function versionOf(services: Services, bucket: string, key: string, etag: 
     for await (const chunk of reader.open()) chunks.push(chunk as Buffer);
     content = Buffer.concat(chunks);
   }
-  return { etag: info.etag, content, ...(info.writer && { writer: info.writer }) };
+  // The current version names its own agent; a person's version is looked up, as a retained one is.
+  return { etag: info.etag, content, ...(info.writer ? { writer: info.writer } : await writerOf(services, bucket, key, info.etag)) };
 }
 
 export async function casketDiff(req: SignedRequest, lookup: CredentialLookup, services: Services, query: URLSearchParams): Promise<EndpointResponse> {
@@ -150,6 +158,8 @@ interface Change {
   /** The current version; null: deleted. */
   currentETag: string | null;
   writer: string | null;
+  /** The access key id of the write when no agent made it (the same rule as a 412 and a diff). */
+  writerAccessKey: string | null;
   operation: string;
   at: string;
   /** Path of the diff, when the version the agent read is retained. */
@@ -172,6 +182,7 @@ async function changesSince(services: Services, agent: string, since: number): P
         readETag: `"${stamp.etag}"`,
         currentETag: last.newETag ? `"${last.newETag}"` : null,
         writer: last.agent ?? null,
+        writerAccessKey: last.agent === undefined ? (last.accessKey ?? null) : null,
         operation: last.operation,
         at: last.at.toISOString(),
         diff: kept ? diffPath(bucket, key, stamp.etag, last.newETag!) : null,

@@ -2,8 +2,9 @@
  * What changed between two versions of an object (DESIGN §6): for text
  * (valid UTF-8 without NUL) a unified diff, the format of diff -u and git
  * (https://www.gnu.org/software/diffutils/manual/html_node/Unified-Format.html),
- * with both ETags and their writers in the `---`/`+++` header lines; for
- * anything else JSON with both sizes and the byte ranges that changed.
+ * with both ETags and their writers in the `---`/`+++` header lines (in a
+ * 412's words, vocabulary/writer.ts); for anything else JSON with both sizes
+ * and the byte ranges that changed.
  * Either is cut at `maxBytes` with a note saying so.
  *
  * The diffs are jsdiff's (`diff` on npm, the library most JavaScript diff
@@ -11,11 +12,14 @@
  * versions cannot hold the event loop; past it, the answer says "rewritten".
  */
 import { createTwoFilesPatch, diffArrays } from 'diff';
+import { writtenBy } from '../vocabulary/writer.js';
 
 export interface Version {
   etag: string;
   /** The agent whose write made it, when known. */
   writer?: string;
+  /** The access key id of the request without an agent that made it, when the write log knows it. */
+  writerAccessKey?: string;
   /** null: the key is deleted. */
   content: Buffer | null;
 }
@@ -48,8 +52,8 @@ export function isText(content: Buffer): boolean {
 }
 
 function label(v: Version): string {
-  // The same words as a 412 (s3/refusal-error.ts): a version no agent wrote was written by a person's request.
-  const by = v.writer ? `written by agent "${v.writer}"` : 'written by a request without an agent';
+  // The same words as a 412 (s3/refusal-error.ts): the agent, else the person's access key.
+  const by = `written by ${writtenBy({ ...(v.writer && { agent: v.writer }), ...(v.writerAccessKey && { accessKey: v.writerAccessKey }) })}`;
   return v.content === null ? `"${v.etag}" (deleted)` : `"${v.etag}" (${by})`;
 }
 
@@ -105,7 +109,7 @@ function binary(from: Version, to: Version, a: Buffer, b: Buffer, maxBytes: numb
     }
     if (open) changes.push(open);
   }
-  const side = (v: Version, c: Buffer) => ({ etag: v.etag, size: c.length, ...(v.writer && { writer: v.writer }), ...(v.content === null && { deleted: true }) });
+  const side = (v: Version, c: Buffer) => ({ etag: v.etag, size: c.length, ...(v.writer && { writer: v.writer }), ...(!v.writer && v.writerAccessKey && { writerAccessKey: v.writerAccessKey }), ...(v.content === null && { deleted: true }) });
   const doc = { from: side(from, a), to: side(to, b), changes, truncated: false as boolean };
   let body = JSON.stringify(doc);
   while (Buffer.byteLength(body) > maxBytes && doc.changes.length > 0) {

@@ -38,6 +38,12 @@ export interface RefusalDetails {
   identical?: boolean;
   /** Path of the diff from the version the agent last saw to the current one (DESIGN §6). */
   diff?: string;
+  /**
+   * The access key id of the request without an agent that wrote the current
+   * version, from the write log (s3/write.ts asks it only once a write is
+   * refused): a person's version is named by its key, as the write log names it.
+   */
+  writerAccessKey?: string;
   /** Path of the merge with conflict markers, for a merge-conflict. */
   merge?: string;
   /** Already counted and logged (Guard.report): a refusal is counted once, however many layers it passes. */

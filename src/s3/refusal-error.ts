@@ -3,16 +3,20 @@
  * PreconditionFailed, 428 PreconditionRequired, 404 NoSuchKey or 501
  * NotImplemented — and, beyond S3, the current state of the object so an agent
  * can re-read and retry (DESIGN §3): `ETag` and `Last-Modified` headers,
- * `x-casket-reason`, `x-casket-writer`, and the same as XML elements. When the
- * current content is byte-for-byte what the refused write sent,
- * `x-casket-identical-content: true` and `<IdenticalContent>` say so: the
- * caller's own earlier attempt may have landed (an answer lost on the way).
+ * `x-casket-reason`, `x-casket-writer` (the agent that wrote the current
+ * version) or, for a version a request without an agent wrote,
+ * `x-casket-writer-access-key` (its access key id, from the write log), and
+ * the same as XML elements. When the current content is byte-for-byte what
+ * the refused write sent, `x-casket-identical-content: true` and
+ * `<IdenticalContent>` say so: the caller's own earlier attempt may have
+ * landed (an answer lost on the way).
  * When casket kept the version the agent last saw (DESIGN §6), `x-casket-diff`
  * and `<Diff>` link what changed since, and a merge-conflict links the merge
  * with conflict markers (`x-casket-merge-conflict`, `<Merge>`).
  */
 import type { Refusal, RefusalReason } from '../guard/refusal.js';
 import { formatETag } from '../vocabulary/etag.js';
+import { writtenBy, type Writer } from '../vocabulary/writer.js';
 import { S3Error, type S3ErrorCode } from '../vocabulary/errors.js';
 import { httpDate } from './respond.js';
 
@@ -27,11 +31,17 @@ const CODES: Record<RefusalReason, S3ErrorCode> = {
   'merge-conflict': 'PreconditionFailed',
 };
 
+/** Who wrote the current version, as far as casket knows: its agent, or the access key the write log has for it. */
+function writerOf(r: Refusal): Writer {
+  return { ...(r.current?.writer && { agent: r.current.writer }), ...(r.details.writerAccessKey && { accessKey: r.details.writerAccessKey }) };
+}
+
 function advice(r: Refusal, etag: (e: string) => string): string {
   const where = `s3://${r.bucket}/${r.key}`;
   const current = r.current ? etag(r.current.etag) : undefined;
   const retry = current ? `, then retry with If-Match: ${current}` : ', then retry';
-  const by = r.current?.writer ? ` (written by agent "${r.current.writer}")` : '';
+  const writer = writerOf(r);
+  const by = writer.agent || writer.accessKey ? ` (written by ${writtenBy(writer)})` : '';
   switch (r.reason) {
     case 'precondition-failed':
       if ((r.details.condition === 'x-amz-if-match-size' || r.details.condition === 'x-amz-if-match-last-modified-time') && r.current) {
@@ -66,7 +76,7 @@ function advice(r: Refusal, etag: (e: string) => string): string {
 
 /** One sentence for a refusal whose bytes are already current: a landed earlier attempt, or the same change made twice. */
 function identicalNote(r: Refusal): string {
-  const who = r.current?.writer ? `agent "${r.current.writer}"` : 'a request without an agent';
+  const who = writtenBy(writerOf(r));
   const when = r.current ? ` at ${r.current.lastModified.toISOString()}` : '';
   const what = r.current ? 'The current content is byte-for-byte what you sent' : 'The key is already deleted';
   return ` ${what} (written by ${who}${when}): if that was your own earlier attempt, it landed; if not, someone else made the same change, and yours would be a second one.`;
@@ -85,9 +95,13 @@ export function refusalError(r: Refusal, etagSuffix: boolean): S3Error {
     headers['last-modified'] = httpDate(r.current.lastModified);
     fields.CurrentETag = etag(r.current.etag);
     fields.LastModified = r.current.lastModified.toISOString();
-    if (r.current.writer) {
-      headers['x-casket-writer'] = r.current.writer;
-      fields.LastWriter = r.current.writer;
+    const writer = writerOf(r);
+    if (writer.agent) {
+      headers['x-casket-writer'] = writer.agent;
+      fields.LastWriter = writer.agent;
+    } else if (writer.accessKey) {
+      headers['x-casket-writer-access-key'] = writer.accessKey;
+      fields.LastWriterAccessKey = writer.accessKey;
     }
   }
   if (r.lastSeenETag) fields.LastReadETag = etag(r.lastSeenETag);

@@ -92,6 +92,21 @@ async function withDiff<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
 }
 
 /**
+ * The refusal, naming the access key that wrote the current version when no
+ * agent did and the write log's newest entry for the key made that very
+ * version — so a 412 names a person's write as GET /_casket/writes does.
+ * Asked only here, once a write is refused: the happy path pays nothing. A
+ * state store that cannot answer leaves the refusal as it was, a 412 and not
+ * a 503 (the refusal does not depend on it).
+ */
+async function withWriter<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
+  if (!r.current || r.current.writer || r.details.writerAccessKey) return r;
+  const last = await w.services.state.lastWrite(w.bucket, w.key).catch(() => undefined);
+  if (!last || last.agent !== undefined || last.accessKey === undefined || last.newETag !== r.current.etag) return r;
+  return r.with(r.current, { writerAccessKey: last.accessKey });
+}
+
+/**
  * DESIGN §3: a failed condition is a refusal whatever the bytes — with one
  * exception, an exact retry of the write that made the current version (the
  * same access key and `amz-sdk-invocation-id`), which gets that version's
@@ -103,7 +118,7 @@ export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
   try {
     return await guardedWriteOnce(w);
   } catch (e) {
-    if (e instanceof Refusal) throw await withDiff(e, w);
+    if (e instanceof Refusal) throw await withDiff(await withWriter(e, w), w);
     throw e;
   }
 }

@@ -48,6 +48,15 @@ describe('diffVersions', () => {
     expect(d.truncated).toBe(false);
   });
 
+  it("a version a person's request wrote is named by its access key, as in a 412", () => {
+    const d = diffVersions('notes.md', { etag: 'e1', writerAccessKey: 'AKIAPERSON', content: Buffer.from(base) }, { etag: 'e2', writer: 'bob', writerAccessKey: 'AKIABOB', content: Buffer.from(base.replace('line 7\n', 'seven\n')) }, 65536);
+    expect(d.body).toContain('--- a/notes.md\t"e1" (written by access key "AKIAPERSON")');
+    // An agent's version is named by the agent, whatever key it used.
+    expect(d.body).toContain('+++ b/notes.md\t"e2" (written by agent "bob")');
+    const bin = JSON.parse(diffVersions('x.bin', { etag: 'e1', writerAccessKey: 'AKIAPERSON', content: Buffer.from([0, 1]) }, { etag: 'e2', writer: 'bob', writerAccessKey: 'AKIABOB', content: Buffer.from([0, 2]) }, 65536).body);
+    expect([bin.from.writerAccessKey, bin.to.writer, bin.to.writerAccessKey]).toEqual(['AKIAPERSON', 'bob', undefined]);
+  });
+
   it('a diff over the budget is cut at a line end, with a note', () => {
     const big = Array.from({ length: 300 }, (_, i) => `row ${i} ${'x'.repeat(40)}`).join('\n');
     const d = diffVersions('k', { etag: 'e1', content: Buffer.from(big) }, { etag: 'e2', content: Buffer.from(big.replace(/row/g, 'ROW')) }, 1000);

@@ -5,8 +5,10 @@
  * `x-casket-merge: text`; overlapping edits are a 412 merge-conflict whose
  * link shows the markers; a stale 412, a stale-read 412 and a 428 link a
  * diff that shows exactly the other agent's change; the changes feed lists it
- * once; a small --retain-bytes evicts old versions and refusals lose their
- * link, never their answer; a merge write larger than --retain-max-size is
+ * once; a version a person's request wrote is named by its access key in
+ * the 412, the diff, the feed and the write log alike; a small
+ * --retain-bytes evicts old versions and refusals lose their link, never
+ * their answer; a merge write larger than --retain-max-size is
  * an ordinary write, its length declared or not; two caskets on one Redis
  * serve each other's diffs.
  */
@@ -253,6 +255,38 @@ describe('one casket', () => {
     expect((await fetchSigned(casket.url, casket.agents.alice!, '/_casket/agents/bob/changes')).status).toBe(403);
   });
 
+  it("JS SDK: a person's write is named by its access key alike in the 412, the diff it links, the feed and the write log", async () => {
+    const base = notes();
+    await alice.client.send(new PutObjectCommand({ Bucket: bucket, Key: 'person.md', Body: base, IfNoneMatch: '*' }));
+    const b = await bob.read('person.md');
+    // A person's request: the admin key, bound to no agent.
+    const theirs = edit(base, '- item 2.2: something to remember about topic 2', '- item 2.2: a person fixed this');
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'person.md', Body: theirs }));
+    await keptAt(casket, 'person.md', base);
+    const key = casket.admin.accessKeyId;
+
+    const f = await failure(bob.write('person.md', edit(b.text, 'item 3.1:', 'item 3.1 by bob:'), b.etag));
+    expect(f.status).toBe(412);
+    expect(bob.state.headers['x-casket-writer-access-key']).toBe(key);
+    expect(bob.state.headers['x-casket-writer']).toBeUndefined();
+    expect(f.error.LastWriterAccessKey).toBe(key);
+    expect(f.error.message).toContain(`its current version is ${quoted(theirs)} (written by access key "${key}")`);
+
+    const diff = await fetchSigned(casket.url, casket.agents.bob!, f.error.Diff as string);
+    expect(diff.status).toBe(200);
+    expect(diff.body).toContain(`--- a/person.md\t${quoted(base)} (written by agent "alice")`);
+    expect(diff.body).toContain(`+++ b/person.md\t${quoted(theirs)} (written by access key "${key}")`);
+
+    const feed = JSON.parse((await fetchSigned(casket.url, casket.agents.bob!, '/_casket/agents/bob/changes')).body);
+    expect(feed.changes.filter((c: { key: string }) => c.key === 'person.md')).toEqual([expect.objectContaining({ writer: null, writerAccessKey: key, currentETag: quoted(theirs) })]);
+
+    const log = JSON.parse((await fetchSigned(casket.url, casket.admin, `/_casket/writes?bucket=${bucket}&key=person.md`)).body);
+    expect(log.writes[0]).toMatchObject({ accessKey: key, newETag: quoted(theirs) });
+    expect(log.writes[0].agent).toBeUndefined();
+    // The access key id, never its secret.
+    expect(JSON.stringify([bob.state.headers, f.error.message, diff.body])).not.toContain(casket.admin.secretAccessKey);
+  });
+
   const untilKept = (key: string, content: string) => keptAt(casket, key, content);
 
   /** bob read `base`, alice then wrote her change: what bob's refused write must link. */
@@ -366,7 +400,7 @@ describe('one casket', () => {
 
   it('retained versions never show in listings, and the budget figure is in the metrics', async () => {
     const listed = await admin.send(new ListObjectsV2Command({ Bucket: bucket }));
-    expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual(['boto.md', 'plain.md', 'poll.md', 'required.md', 'sdk-conflict.md', 'sdk.md', 'stale-read.md', 'stale.md'].filter((k) => haveBoto3 || k !== 'boto.md'));
+    expect((listed.Contents ?? []).map((o) => o.Key).sort()).toEqual(['boto.md', 'person.md', 'plain.md', 'poll.md', 'required.md', 'sdk-conflict.md', 'sdk.md', 'stale-read.md', 'stale.md'].filter((k) => haveBoto3 || k !== 'boto.md'));
     const metrics = await (await fetch(`${casket.url}/_casket/metrics`)).text();
     const figure = Number(/^casket_retained_bytes (\d+)$/m.exec(metrics)?.[1]);
     expect(figure).toBeGreaterThan(notes().length);
