@@ -1,0 +1,3 @@
+import type { RegisterTool } from '../tool.js';
+
+export const register: RegisterTool = () => {};
