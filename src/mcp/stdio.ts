@@ -46,7 +46,7 @@ export async function runStdioBridge(options: BridgeOptions, stdin: Readable, st
     remote.send(message).catch((e: unknown) => {
       log(`casket mcp: ${(e as Error).message}`);
       // A request that could not reach casket gets an answer, not silence.
-      if ('id' in message && 'method' in message) void local.send({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: `casket at ${options.endpoint} did not answer: ${(e as Error).message}` } });
+      if ('id' in message && 'method' in message) void local.send({ jsonrpc: '2.0', id: message.id, error: { code: -32603, message: `casket at ${options.endpoint}: ${(e as Error).message}` } });
     });
   };
   remote.onmessage = (message: JSONRPCMessage) => {

@@ -14,15 +14,21 @@
  * DESIGN §6): when someone changed the file since the base, casket merges
  * the two when they touch different lines.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { S3Failure } from '../door.js';
 import { parseETagArgument, requireFile, showPath, unquote, type ObjectPath } from '../paths.js';
 import { ok } from '../results.js';
-import { applyEdits, gitDiff } from '../text.js';
+import { applyEdits, gitDiff, type Edit } from '../text.js';
 import { guarded, refused, tooLarge, type RegisterTool, type ToolEnv } from '../tool.js';
 
-/** The refusal of a call whose named version is no longer current, with the current one's state (a HEAD). */
-export async function changedSince(env: ToolEnv, p: ObjectPath, base: string): Promise<S3Failure> {
+/**
+ * The refusal of a call whose named version is no longer current, with the
+ * current one's state (a HEAD), and whether the current content is what the
+ * call would have written (`attempted`, its SHA-256) — DESIGN §3's
+ * "identical", so the model can tell a landed earlier call of its own.
+ */
+export async function changedSince(env: ToolEnv, p: ObjectPath, base: string, attempted?: string): Promise<S3Failure> {
   const head = await env.door.s3(env.caller, { method: 'HEAD', bucket: p.bucket, key: p.key });
   if (head.failure) return { ...head.failure, fields: { ...head.failure.fields, Reason: 'precondition-failed' } };
   const h = head.headers;
@@ -35,8 +41,18 @@ export async function changedSince(env: ToolEnv, p: ObjectPath, base: string): P
       CurrentETag: h.etag,
       ...(h['x-casket-writer'] !== undefined && { LastWriter: h['x-casket-writer'] }),
       ...(h['last-modified'] !== undefined && { LastModified: new Date(h['last-modified']).toISOString() }),
+      ...(attempted !== undefined && h.etag === `"${attempted}"` && { IdenticalContent: 'true' }),
     },
   };
+}
+
+/** The SHA-256 of what the edits make of `content`; undefined when they do not apply to it. */
+function wouldWrite(content: Buffer, edits: readonly Edit[]): string | undefined {
+  try {
+    return createHash('sha256').update(applyEdits(content.toString('utf8'), edits), 'utf8').digest('hex');
+  } catch {
+    return undefined;
+  }
 }
 
 export const register: RegisterTool = (server, env) => {
@@ -68,9 +84,12 @@ export const register: RegisterTool = (server, env) => {
         if (got.failure) {
           if (got.failure.code === 'EntityTooLarge') return tooLarge(showPath(p), Number.NaN, env.maxTextBytes);
           if (got.failure.code !== 'PreconditionFailed' || base === undefined) return refused(env, 'edit_file', p, got.failure, base);
-          // The named version is no longer current. A merge can still start from it when casket kept it (DESIGN §6).
-          original = merge && !dryRun ? await env.door.retained(unquote(base)) : undefined;
-          if (!original) return refused(env, 'edit_file', p, await changedSince(env, p, base), base);
+          // The named version is no longer current. A merge can still start
+          // from it when casket kept it (DESIGN §6); a refusal says whether
+          // the edit would have made the current content.
+          const kept = await env.door.retained(unquote(base));
+          if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base);
+          original = kept;
         }
         base ??= got.headers.etag!;
         const before = original!.toString('utf8');
