@@ -36,12 +36,12 @@ describe('MCP over Streamable HTTP', () => {
   it('lists the tools with truthful annotations', async () => {
     const { tools } = await alice.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
-    for (const name of ['read_text_file', 'write_file', 'edit_file', 'get_file_info', 'list_directory']) expect(byName.has(name), name).toBe(true);
-    expect(byName.get('read_text_file')!.annotations?.readOnlyHint).toBe(true);
-    expect(byName.get('get_file_info')!.annotations?.readOnlyHint).toBe(true);
-    expect(byName.get('list_directory')!.annotations?.readOnlyHint).toBe(true);
-    expect(byName.get('write_file')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true });
-    expect(byName.get('edit_file')!.annotations).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false });
+    const readers = ['read_text_file', 'read_media_file', 'get_file_info', 'list_directory', 'search_files', 'what_changed'];
+    const writers = ['write_file', 'edit_file', 'apply_patch', 'move_file', 'delete_file'];
+    expect([...byName.keys()].sort()).toEqual([...readers, ...writers].sort());
+    for (const name of readers) expect(byName.get(name)!.annotations, name).toMatchObject({ readOnlyHint: true, openWorldHint: false });
+    // Conditional writes replace content and a repeat is refused (the version moved on): destructive, not idempotent.
+    for (const name of writers) expect(byName.get(name)!.annotations, name).toMatchObject({ readOnlyHint: false, destructiveHint: true, idempotentHint: false });
   });
 
   it('creates, reads with the SHA-256 ETag, edits with the ETag it read, and answers a diff', async () => {
