@@ -89,9 +89,10 @@ describe('concurrent edit_file over MCP: no lost update', () => {
     clients.push(...editors.map((e) => e.client));
     const r = await race('two', editors, 30);
     console.log(`two agents: ${r.acks} edits landed, ${r.refused} refused (${r.identical} with identical bytes)`);
-    expect(r.unexpected).toEqual([]);
+    // The checker judges first: a fork or a gap is a lost update, whatever else went wrong.
     expect(r.verdict.problems).toEqual([]);
     expect(r.verdict.ok).toBe(true);
+    expect(r.unexpected).toEqual([]);
     expect(r.acks).toBeGreaterThan(0);
     expect(r.acks + r.refused).toBe(60);
   });
@@ -107,9 +108,10 @@ describe('concurrent edit_file over MCP: no lost update', () => {
     clients.push(...editors.map((e) => e.client));
     const r = await race('eight', editors, 15);
     console.log(`eight agents: ${r.acks} edits landed, ${r.refused} refused (${r.identical} with identical bytes)`);
-    expect(r.unexpected).toEqual([]);
+    // The checker judges first: a fork or a gap is a lost update, whatever else went wrong.
     expect(r.verdict.problems).toEqual([]);
     expect(r.verdict.ok).toBe(true);
+    expect(r.unexpected).toEqual([]);
     // Agents that read the same value made byte-identical edits, and the losers were refused all the same.
     expect(r.identical).toBeGreaterThan(0);
     expect(r.acks + r.refused).toBe(120);

@@ -128,6 +128,21 @@ describe('MCP over Streamable HTTP', () => {
     expect(now.content[0]).toMatchObject({ text: 'TOP\nmiddle\nBOTTOM\n' });
   });
 
+  it('write_file without expected_etag is conditioned on the last full read; an existing file never read is the 428 of S3', async () => {
+    const path = `${bucket}/derived.txt`;
+    await call(alice, 'write_file', { path, content: 'first\n', create_only: true });
+    const blind = await call(bob, 'write_file', { path, content: 'blind\n' });
+    expect(data(blind)).toMatchObject({ error: 'precondition-required', written: false, current_etag: quoted('first\n') });
+    await call(bob, 'read_text_file', { path });
+    const after = await call(bob, 'write_file', { path, content: 'second\n' });
+    expect(after.isError, text(after)).toBeFalsy();
+    // alice's last full read (her own write) is now stale: the same call from her is refused.
+    const stale = await call(alice, 'write_file', { path, content: 'third\n' });
+    expect(data(stale)).toMatchObject({ written: false, last_writer: 'bob' });
+    // A file nobody has: created, as create-only.
+    expect((await call(bob, 'write_file', { path: `${bucket}/derived-new.txt`, content: 'new\n' })).isError).toBeFalsy();
+  });
+
   it('dryRun shows the diff and writes nothing', async () => {
     const path = `${bucket}/dry.txt`;
     const made = await call(alice, 'write_file', { path, content: 'keep\n', create_only: true });

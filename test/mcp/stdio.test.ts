@@ -5,7 +5,7 @@
  * agent of a key bound to none, and a key bound to one agent cannot claim
  * another.
  */
-import { CreateBucketCommand, GetObjectCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
@@ -48,13 +48,19 @@ describe('casket mcp (stdio)', () => {
   });
 
   it('--agent names the agent of a key bound to none; the guard then judges that agent', async () => {
+    // dora writes scout.md over S3; scout never read it: an edit is refused as not-read, nothing written.
+    await sdk(casket.url, casket.agents.dora!).send(new PutObjectCommand({ Bucket: bucket, Key: 'scout.md', Body: 'ship\n', IfNoneMatch: '*' }));
     const scout = await client(casket, casket.keys.shared!, 'scout');
-    // dora wrote todo.md; scout never read it: an edit is refused as not-read, nothing written.
-    const refused = await call(scout, 'edit_file', { path: `${bucket}/todo.md`, edits: [{ oldText: 'ship', newText: 'sink' }] });
+    const refused = await call(scout, 'edit_file', { path: `${bucket}/scout.md`, edits: [{ oldText: 'ship', newText: 'sink' }] });
     expect(refused.isError).toBe(true);
     expect(data(refused)).toMatchObject({ error: 'not-read', written: false, last_writer: 'dora' });
-    const info = await call(scout, 'get_file_info', { path: `${bucket}/todo.md` });
+    const info = await call(scout, 'get_file_info', { path: `${bucket}/scout.md` });
     expect(data(info).your_read).toBe('none');
+    // Once scout has read it whole, the same edit lands, as scout's.
+    await call(scout, 'read_text_file', { path: `${bucket}/scout.md` });
+    const edited = await call(scout, 'edit_file', { path: `${bucket}/scout.md`, edits: [{ oldText: 'ship', newText: 'sink' }] });
+    expect(edited.isError, text(edited)).toBeFalsy();
+    expect(data(await call(scout, 'get_file_info', { path: `${bucket}/scout.md` })).last_writer).toBe('scout');
   });
 
   it('a key bound to one agent cannot act as another through --agent', async () => {
