@@ -4,10 +4,13 @@
  * protocol versions 2025-06-18 and 2025-11-25 (and the older ones the SDK
  * still negotiates).
  *
- * Stateless: every POST gets its own server and transport (no Mcp-Session-Id,
- * so any replica answers any request), answered as JSON; GET (a server-sent
- * event stream for server-initiated messages, of which casket has none) is
- * 405, as the spec allows.
+ * Stateless: every POST gets its own transport (no Mcp-Session-Id, so any
+ * replica answers any request), answered as JSON; GET (a server-sent event
+ * stream for server-initiated messages, of which casket has none) is 405, as
+ * the spec allows. The servers the transports connect to are pooled: a
+ * server with its tools registered costs more than the tool call itself
+ * (measured: 2.1 → ~0.8 ms per small read_text_file), and each serves one
+ * request at a time, for the caller it was lent to.
  *
  * Who: `Authorization: Bearer <token>` (token.ts) or a SigV4 signature
  * (door.authenticate). Anonymous requests may only discover: initialize,
@@ -22,7 +25,9 @@
  * address still sends its own Origin.
  */
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { NotAuthenticated, type Caller, type CasketDoor } from './door.js';
+import type { ToolEnv } from './tool.js';
 import { toolServer } from './tools.js';
 
 export const MCP_PATH = '/_casket/mcp';
@@ -68,7 +73,27 @@ async function readBody(request: Request, max: number): Promise<Buffer | undefin
   }
 }
 
-export async function handleMcpHttp(request: Request, options: McpHttpOptions): Promise<Response> {
+/** Idle servers kept for the next requests; more are made under load, and dropped past this. */
+const MAX_IDLE = 16;
+
+/** The /_casket/mcp handler, with its pool of tool servers. */
+export function mcpEndpoint(options: McpHttpOptions): (request: Request) => Promise<Response> {
+  const idle: Array<{ server: McpServer; env: ToolEnv }> = [];
+  const lend = (caller: Caller) => {
+    const lent = idle.pop() ?? (() => {
+      const env: ToolEnv = { door: options.door, caller, maxTextBytes: options.maxTextBytes };
+      return { server: toolServer(env), env };
+    })();
+    // The tools read env.caller when called: this request's caller, and no one else's while lent.
+    lent.env.caller = caller;
+    return lent;
+  };
+  return (request) => handleMcpHttp(request, options, lend, (lent) => {
+    if (idle.length < MAX_IDLE) idle.push(lent);
+  });
+}
+
+async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: (caller: Caller) => { server: McpServer; env: ToolEnv }, giveBack: (lent: { server: McpServer; env: ToolEnv }) => void): Promise<Response> {
   const origin = request.headers.get('origin');
   if (origin !== null && !LOOPBACK.test(origin) && !options.allowedOrigins.includes(origin)) {
     options.log.warn({ origin }, 'MCP request refused: Origin not allowed');
@@ -100,12 +125,14 @@ export async function handleMcpHttp(request: Request, options: McpHttpOptions): 
     return jsonRpcError(401, -32001, 'Unauthorized: tool calls need credentials — Authorization: Bearer <token from `casket mcp token`>, or a SigV4 signature.', { 'www-authenticate': 'Bearer' });
   }
   // An anonymous client reaches no tool handler (refused above): the env's caller is never used for it.
-  const server = toolServer({ door: options.door, caller: caller ?? { accessKeyId: '' }, maxTextBytes: options.maxTextBytes });
+  const lent = lend(caller ?? { accessKeyId: '' });
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
+  await lent.server.connect(transport);
   try {
+    // In JSON mode the response is complete when this resolves: every handler has returned.
     return await transport.handleRequest(request, { parsedBody: body });
   } finally {
-    void server.close();
+    await lent.server.close().catch(() => {});
+    giveBack(lent);
   }
 }
