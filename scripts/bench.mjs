@@ -49,6 +49,7 @@ import { cpuMs, memory, NotAvailable, resetPeak, startCasket, startMoto, startNg
 import { checkPayloadModes, encodePayload, PAYLOAD_MODES } from './bench/payload.mjs';
 import { fmt, median, parseSize, pct, percentile, sizeName, table } from './bench/stats.mjs';
 import { formatSummary, summarise } from './cpuprofile-summary.mjs';
+import { mcpBench } from './bench/mcp.mjs';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
 let CLI = join(ROOT, 'dist', 'cli.js');
@@ -74,7 +75,8 @@ const HELP = `usage: node scripts/bench.mjs [options]
   --runs N              runs per cell, alternating with the baseline (default 3, min 3)
   --quick               duration 1, concurrency 1,8, big object 64 MiB, PutObject payload
                         forms other than signed only at c=8, no moto when RGW is found
-  --phases LIST         put,get,cond,contended,big[,profile] (default all but profile)
+  --phases LIST         put,get,cond,contended,big,mcp[,profile] (default all but profile;
+                        mcp: the MCP tools against the same work over S3, bench/mcp.mjs)
   --targets LIST        embedded,upstream (default both)
   --sizes LIST          object sizes for put/get (default 4k,8m)
   --payloads LIST       PutObject body forms: signed,unsigned,chunked-crc32 (default: all three
@@ -115,7 +117,7 @@ const HELP = `usage: node scripts/bench.mjs [options]
 
 function parseOptions(argv) {
   const o = {
-    duration: 3, runs: 3, phases: ['put', 'get', 'cond', 'contended', 'big'], targets: ['embedded', 'upstream'],
+    duration: 3, runs: 3, phases: ['put', 'get', 'cond', 'contended', 'big', 'mcp'], targets: ['embedded', 'upstream'],
     sizes: [4 * 1024, 8 * MiB], concurrency: [1, 8, 32], agents: 4, bigSize: 1024 * MiB, moto: true,
     signer: 'fast', casketArgs: [], profileDuration: 10, profileSizes: [4 * 1024], maxTime: 3600, keep: false, quick: false, warmup: 10,
     payloads: undefined, rgwProbe: true,
@@ -1245,6 +1247,12 @@ async function main() {
         log(`   big object through casket → ${up.name}: ${e.message}`);
       }
     }
+  }
+
+  if (phases.has('mcp')) {
+    log('== MCP read_text_file and edit_file vs S3 GetObject (+ PutObject If-Match), 10 KiB, fresh casket');
+    report.mcp = await mcpBench({ duration: opts.duration, runs: opts.runs });
+    log(report.mcp.text);
   }
 
   if (phases.has('profile')) {

@@ -92,7 +92,11 @@ async function versionOf(services: Services, bucket: string, key: string, etag: 
 }
 
 export async function casketDiff(req: SignedRequest, lookup: CredentialLookup, services: Services, query: URLSearchParams): Promise<EndpointResponse> {
-  const auth = signed(req, lookup);
+  return diffFor(signed(req, lookup), services, query);
+}
+
+/** The diff, for a caller another front door authenticated (the MCP tools, src/mcp/). */
+export async function diffFor(auth: AuthResult, services: Services, query: URLSearchParams): Promise<EndpointResponse> {
   const bucket = required(query, 'bucket');
   const key = required(query, 'key');
   mayRead(auth, bucket, key);
@@ -133,7 +137,11 @@ const MAX_WAIT_SECONDS = 60;
 const POLL_MS = 250;
 
 export async function agentChanges(req: SignedRequest, lookup: CredentialLookup, services: Services, agent: string, query: URLSearchParams): Promise<EndpointResponse> {
-  const auth = signed(req, lookup);
+  return changesFor(signed(req, lookup), services, agent, query);
+}
+
+/** The changes feed, for a caller another front door authenticated (the MCP tools, src/mcp/). */
+export async function changesFor(auth: AuthResult, services: Services, agent: string, query: URLSearchParams): Promise<EndpointResponse> {
   if (!auth.credential.admin && auth.credential.agent !== agent) throw new S3Error('AccessDenied', `Only admin keys and agent "${agent}"'s own keys may read its changes.`);
   const sinceParam = query.get('since');
   const since = sinceParam === null || sinceParam === '' ? 0 : Number(sinceParam);

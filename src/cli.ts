@@ -63,6 +63,13 @@ async function main(): Promise<void> {
   // (the default) cap concurrent PUTs (measured: 2,850 → 3,700 PUT/s of files).
   process.env.UV_THREADPOOL_SIZE ??= '16';
   const argv = process.argv.slice(2);
+  if (argv[0] === 'mcp') {
+    // The MCP stdio bridge and token minting (src/mcp/command.ts): a client of a running casket.
+    const { mcpCommand, MCP_USAGE } = await import('./mcp/command.js');
+    if (argv.includes('--help') || argv.includes('-h')) process.stdout.write(MCP_USAGE);
+    else await mcpCommand(argv.slice(1), process.env, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+    return;
+  }
   if (argv.includes('--help') || argv.includes('-h')) {
     process.stdout.write(USAGE);
     return;
@@ -178,8 +185,8 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  if (e instanceof ConfigError) {
-    process.stderr.write(`casket: ${e.message}\n`);
+  if (e instanceof ConfigError || (e as Error).name === 'UsageError') {
+    process.stderr.write(`casket: ${(e as Error).message}\n`);
     process.exit(2);
   }
   // Something in the way at start (Redis not answering, a disk that fails):

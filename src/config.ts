@@ -59,6 +59,9 @@ export interface Config {
   retainMaxSize: number;
   retainBytes: number;
   diffMaxBytes: number;
+  /** MCP endpoint (DESIGN §8): browser origins allowed beyond loopback ones; largest file a text tool handles. */
+  mcpAllowedOrigins: string[];
+  mcpMaxFileBytes: number;
 }
 
 interface Option {
@@ -75,7 +78,7 @@ type RawConfig = Record<
   | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
-  | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes'
+  | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout',
   string | undefined
 >;
@@ -117,6 +120,8 @@ export const OPTIONS: Option[] = [
   { flag: '--retain-max-size', env: 'CASKET_RETAIN_MAX_SIZE', key: 'retainMaxSize', help: 'largest object whose versions agents saw are kept for diffs and merges, bytes (default 1048576; 0: none)' },
   { flag: '--retain-bytes', env: 'CASKET_RETAIN_BYTES', key: 'retainBytes', help: 'bytes of such versions kept in all, oldest evicted first (default 1073741824)' },
   { flag: '--diff-max-bytes', env: 'CASKET_DIFF_MAX_BYTES', key: 'diffMaxBytes', help: 'largest diff /_casket/diff serves before cutting it (default 65536)' },
+  { flag: '--mcp-allowed-origins', env: 'CASKET_MCP_ALLOWED_ORIGINS', key: 'mcpAllowedOrigins', help: 'comma-separated browser origins (https://host[:port]) that may call /_casket/mcp besides loopback ones (default: none)' },
+  { flag: '--mcp-max-file-bytes', env: 'CASKET_MCP_MAX_FILE_BYTES', key: 'mcpMaxFileBytes', help: 'largest file the MCP text tools read or write, bytes (default 4194304)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -289,6 +294,8 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     retainMaxSize: integer('--retain-max-size', raw.retainMaxSize, 1024 * 1024),
     retainBytes: integer('--retain-bytes', raw.retainBytes, 1024 * 1024 * 1024),
     diffMaxBytes: integer('--diff-max-bytes', raw.diffMaxBytes, 64 * 1024, 1),
+    mcpAllowedOrigins: (raw.mcpAllowedOrigins ?? '').split(',').map((o) => o.trim().replace(/\/$/, '')).filter((o) => o !== ''),
+    mcpMaxFileBytes: integer('--mcp-max-file-bytes', raw.mcpMaxFileBytes, 4 * 1024 * 1024, 1),
   };
 }
 

@@ -45,6 +45,8 @@ import { RedisRetention } from './retention/redis.js';
 import { Retainer } from './retention/retainer.js';
 import type { Retention } from './retention/types.js';
 import { agentChanges, casketDiff, casketMerge, type EndpointResponse } from './agent-changes.js';
+import { openMcpDoor } from './mcp-door.js';
+import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -72,7 +74,7 @@ function requestHasBody(headers: Record<string, string>): boolean {
 function writeToNode(res: S3Response, incoming: IncomingMessage, outgoing: ServerResponse, headers: Record<string, string>, done: (bytes: number, complete: boolean) => void): void {
   const body = res.body;
   const finish = (complete: boolean) => {
-    res.onFinish?.(complete);
+    void res.onFinish?.(complete);
     done(Number(res.headers['content-length'] ?? 0), complete);
   };
   if (outgoing.destroyed || outgoing.headersSent) {
@@ -266,6 +268,9 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
   app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
+  // Agent file tools over MCP (DESIGN §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
+  const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
+  app.all(MCP_PATH, (c) => mcp(c.req.raw));
   /**
    * An S3 request, from the socket to handleS3 and back, without Hono and
    * its Fetch adapter: no Request, Headers or URL object per request (4 KiB

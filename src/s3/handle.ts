@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Credential, CredentialLookup } from '../auth/credentials.js';
 import { sessionRequest, withSession } from '../auth/sessions.js';
+import type { AuthResult } from '../auth/sigv4.js';
 import { verifySignature } from '../auth/verify.js';
 import { assumeRole, isStsRequest } from '../sts/assume-role.js';
 import { resolveAgent } from '../guard/identity.js';
@@ -32,6 +33,13 @@ export interface RawRequest {
   body: Readable;
   /** Sends `100 Continue` if the client asked for it (and only once). */
   sendContinue(): void;
+  /**
+   * The caller as another front door already authenticated it (the MCP
+   * endpoint: a bearer token or a SigV4-signed POST, src/mcp/). Only the
+   * signature step is skipped: policies, agent identity, guard and stamps run
+   * as for any S3 request. Never set from the wire.
+   */
+  verified?: AuthResult;
 }
 
 export interface HandleOptions {
@@ -107,9 +115,9 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
       return outcome;
     }
     // Session credentials (x-amz-security-token) wait for the state store; static keys do not.
-    const session = sessionRequest(options.lookup, req.headers, rawQuery);
+    const session = req.verified ? undefined : sessionRequest(options.lookup, req.headers, rawQuery);
     const lookup = session ? await withSession(options.lookup, services.state, session) : options.lookup;
-    const auth = verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, lookup, options.domain !== undefined ? { domain: options.domain } : {});
+    const auth = req.verified ?? verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, lookup, options.domain !== undefined ? { domain: options.domain } : {});
     const target = resolveTarget(rawPath, req.headers.host, options.domain);
     outcome.bucket = target.bucket;
     outcome.key = target.key;

@@ -107,9 +107,11 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer })
   }
   const response: S3Response = { ...headers(ctx, info, sel), body };
   if (agent) {
-    response.onFinish = (complete) => {
-      if (complete && kept) retainer?.keep(info.etag, kept());
-      void guard.recordRead(agent, info, start, end, complete).catch((err: unknown) => log.error({ err, requestId: ctx.requestId, agent, bucket, key }, 'read stamp not recorded'));
+    response.onFinish = async (complete) => {
+      await Promise.all([
+        complete && kept ? retainer?.kept(info.etag, kept()) : undefined,
+        guard.recordRead(agent, info, start, end, complete).catch((err: unknown) => log.error({ err, requestId: ctx.requestId, agent, bucket, key }, 'read stamp not recorded')),
+      ]);
     };
   }
   return response;

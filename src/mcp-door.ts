@@ -1,0 +1,173 @@
+/**
+ * The wiring behind src/mcp/door.ts: an MCP tool's S3 request runs through
+ * s3/handle.ts in-process — the same policy check, agent identity, guard,
+ * read stamps, write log, retention and metrics as a request from the wire
+ * (DESIGN §8, "one guard"). Only the signature step differs: the MCP
+ * endpoint authenticated the caller (bearer token or SigV4), and handle.ts
+ * takes that result as `verified`.
+ */
+import { createHash } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type { Credential, CredentialLookup } from './auth/credentials.js';
+import { sessionRequest, withSession } from './auth/sessions.js';
+import { verifySigV4, type AuthResult } from './auth/sigv4.js';
+import { resolveAgent } from './guard/identity.js';
+import { readToken, tokenHolds } from './mcp/token.js';
+import { changesFor, diffFor } from './agent-changes.js';
+import type { Services } from './s3/context.js';
+import { handleS3, type HandleOptions, type Outcome } from './s3/handle.js';
+import { NotAuthenticated, type Caller, type CasketDoor, type EndpointRequest, type S3Answer, type S3Call } from './mcp/door.js';
+import { S3Error, isS3Error } from './vocabulary/errors.js';
+
+export type Recorder = (outcome: Outcome, started: bigint, complete: boolean, bytesOut: number, bytesIn: number) => void;
+
+const EMPTY_SHA256 = createHash('sha256').digest('hex');
+
+/** The credential behind each caller the endpoint authenticated (a session's is in no static lookup). */
+const credentials = new WeakMap<Caller, Credential>();
+
+/** The AuthResult of a caller the MCP endpoint verified: every header casket sets is "signed" (x-casket-merge must be). */
+function verifiedAs(lookup: CredentialLookup, caller: Caller, headers: Record<string, string>, sha256: string, region: string): AuthResult {
+  const credential = credentials.get(caller) ?? lookup(caller.accessKeyId);
+  if (!credential) throw new S3Error('InvalidAccessKeyId', 'The access key of this MCP session no longer exists.');
+  return { credential, presigned: false, payloadMode: 'literal', declaredSha256: sha256, signedHeaders: Object.keys(headers), region };
+}
+
+function encodeKey(key: string): string {
+  return key.split('/').map(encodeURIComponent).join('/');
+}
+
+async function readAll(body: unknown, maxBytes: number): Promise<Buffer | 'too-large'> {
+  if (body === undefined) return Buffer.alloc(0);
+  if (typeof body === 'string') return Buffer.from(body);
+  if (Buffer.isBuffer(body)) return body;
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body as Readable) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      (body as Readable).destroy();
+      return 'too-large';
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number }): CasketDoor {
+  const auth = (caller: Caller) => verifiedAs(options.lookup, caller, {}, EMPTY_SHA256, services.region);
+  return {
+    async authenticate(req: EndpointRequest): Promise<Caller | undefined> {
+      const authorization = req.headers.authorization;
+      if (authorization === undefined) return undefined;
+      let credential: Credential | undefined;
+      let claimed: string | undefined;
+      const bearer = /^Bearer\s+(\S+)$/i.exec(authorization);
+      if (bearer) {
+        const claims = readToken(bearer[1]!);
+        credential = claims && options.lookup(claims.accessKeyId);
+        if (!claims || !credential || !tokenHolds(claims, credential.secretAccessKey)) throw new NotAuthenticated('The bearer token is not one casket issued, or it has expired: mint one with `casket mcp token`.');
+        claimed = claims.agent;
+      } else {
+        const q = req.url.indexOf('?');
+        const signed = { method: req.method, rawPath: q < 0 ? req.url : req.url.slice(0, q), rawQuery: q < 0 ? '' : req.url.slice(q + 1), headers: req.headers };
+        try {
+          const session = sessionRequest(options.lookup, req.headers, signed.rawQuery);
+          const lookup = session ? await withSession(options.lookup, services.state, session) : options.lookup;
+          const auth = verifySigV4(signed, lookup);
+          if (!auth) return undefined;
+          if (auth.declaredSha256 !== undefined && auth.declaredSha256 !== createHash('sha256').update(req.body).digest('hex')) throw new NotAuthenticated('The body does not match the signed x-amz-content-sha256.');
+          credential = auth.credential;
+        } catch (e) {
+          if (isS3Error(e)) throw new NotAuthenticated(e.message);
+          throw e;
+        }
+        claimed = req.headers[options.agentHeader];
+      }
+      let agent: string | undefined;
+      try {
+        agent = resolveAgent(credential.agent, claimed);
+      } catch (e) {
+        throw new NotAuthenticated((e as Error).message);
+      }
+      const caller: Caller = { accessKeyId: credential.accessKeyId, ...(agent !== undefined && { agent }) };
+      credentials.set(caller, credential);
+      return caller;
+    },
+    agentWrites: settings.agentWrites,
+    diffMaxBytes: settings.diffMaxBytes,
+    async s3(caller: Caller, call: S3Call, read): Promise<S3Answer> {
+      const started = process.hrtime.bigint();
+      const body = call.body ?? Buffer.alloc(0);
+      const sha256 = createHash('sha256').update(body).digest('hex');
+      const headers: Record<string, string> = { host: 'casket.mcp', 'user-agent': 'casket-mcp', 'x-amz-content-sha256': sha256, ...call.headers };
+      if (call.body) headers['content-length'] = String(body.length);
+      // The agent the caller is bound to: resolveAgent (guard/identity.ts) refuses a key bound to another.
+      if (caller.agent !== undefined) headers[options.agentHeader] = caller.agent;
+      const path = `/${encodeURIComponent(call.bucket)}${call.key !== undefined ? `/${encodeKey(call.key)}` : ''}`;
+      let verified: AuthResult;
+      try {
+        verified = verifiedAs(options.lookup, caller, headers, sha256, services.region);
+      } catch (e) {
+        const err = e as S3Error;
+        return { status: err.status, headers: {}, failure: { status: err.status, code: err.code, message: err.message, fields: {} } };
+      }
+      const outcome = await handleS3(
+        { method: call.method, url: call.query ? `${path}?${call.query}` : path, headers, body: Readable.from(call.body ? [body] : []), sendContinue: () => {}, verified },
+        services,
+        options,
+      );
+      const res = outcome.response;
+      if (outcome.error) {
+        if (res.body instanceof Readable) res.body.destroy();
+        record(outcome, started, true, 0, body.length);
+        const fields: Record<string, string | undefined> = {};
+        for (const [k, v] of Object.entries(outcome.error.fields)) fields[k] = v === undefined ? undefined : String(v);
+        return { status: res.status, headers: res.headers, failure: { status: res.status, code: outcome.error.code, message: outcome.error.message, fields } };
+      }
+      let content: Buffer | undefined;
+      if (call.method !== 'HEAD') {
+        const whole = await readAll(res.body, read?.maxBytes ?? 16 * 1024 * 1024);
+        if (whole === 'too-large') {
+          await res.onFinish?.(false);
+          record(outcome, started, false, 0, body.length);
+          const message = `The object is larger than ${read?.maxBytes} bytes, the most this tool reads.`;
+          return { status: 400, headers: res.headers, failure: { status: 400, code: 'EntityTooLarge', message, fields: {} } };
+        }
+        content = whole;
+      }
+      // The read stamp (DESIGN §4) is recorded when the response finishes:
+      // complete = the agent was shown every byte. A read that entitles
+      // nothing (edit_file's own read of its base) records no stamp at all.
+      const decide = read?.stamp ?? 'full';
+      const kind = typeof decide === 'function' ? decide(content ?? Buffer.alloc(0)) : decide;
+      if (kind !== 'none') await res.onFinish?.(kind === 'full');
+      record(outcome, started, true, content?.length ?? 0, body.length);
+      return { status: res.status, headers: res.headers, ...(content && { body: content }) };
+    },
+    async diff(caller, bucket, key, from, to) {
+      const query = new URLSearchParams({ bucket, key, from, to });
+      const res = await diffFor(auth(caller), services, query).catch((e: unknown) => {
+        if (isS3Error(e)) return undefined;
+        throw e;
+      });
+      if (!res || res.status !== 200 || typeof res.body !== 'string') return undefined;
+      return { text: res.body, truncated: res.headers?.['x-casket-diff-truncated'] === 'true' };
+    },
+    async changes(caller, since) {
+      if (caller.agent === undefined) return { status: 400, body: { error: 'InvalidRequest', message: 'what_changed is for agents: this credential is not bound to one.' } };
+      const res = await changesFor(auth(caller), services, caller.agent, new URLSearchParams(since !== undefined ? { since } : {})).catch((e: unknown) => {
+        if (isS3Error(e)) return { status: e.status, body: { error: e.code, message: e.message } };
+        throw e;
+      });
+      return { status: res.status, body: res.body };
+    },
+    async stamp(agent, bucket, key) {
+      const s = await services.state.getStamp(agent, bucket, key);
+      return s && { etag: s.etag, full: s.full };
+    },
+    async retained(etag) {
+      return services.retainer?.get(etag);
+    },
+  };
+}

@@ -1,0 +1,67 @@
+/**
+ * `casket mcp …` (DESIGN §8), parsed here and run with the process's streams
+ * cli.ts hands over:
+ *   casket mcp --endpoint URL --access-key K --secret-key S [--agent NAME]
+ *       the stdio bridge (stdio.ts); env CASKET_MCP_ENDPOINT,
+ *       CASKET_MCP_ACCESS_KEY, CASKET_MCP_SECRET_KEY, CASKET_MCP_AGENT.
+ *   casket mcp token --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
+ *       prints a bearer token for Streamable HTTP clients (token.ts).
+ * Secrets come from flags or env, and are never printed or logged.
+ */
+import type { Readable, Writable } from 'node:stream';
+import { runStdioBridge } from './stdio.js';
+import { mintToken } from './token.js';
+
+export const MCP_USAGE = `usage:
+  casket mcp --endpoint URL --access-key K --secret-key S [--agent NAME]
+      serve casket's file tools over stdio, relayed to the casket at URL
+      (env CASKET_MCP_ENDPOINT, CASKET_MCP_ACCESS_KEY, CASKET_MCP_SECRET_KEY, CASKET_MCP_AGENT)
+  casket mcp token --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
+      print a bearer token for /_casket/mcp (default --ttl 86400)
+`;
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+const FLAGS: Record<string, string> = { '--endpoint': 'CASKET_MCP_ENDPOINT', '--access-key': 'CASKET_MCP_ACCESS_KEY', '--secret-key': 'CASKET_MCP_SECRET_KEY', '--agent': 'CASKET_MCP_AGENT', '--ttl': 'CASKET_MCP_TOKEN_TTL' };
+
+function parse(argv: readonly string[], env: Record<string, string | undefined>): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [flag, name] of Object.entries(FLAGS)) out[flag] = env[name];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const eq = arg.indexOf('=');
+    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    if (!(flag in FLAGS)) throw new UsageError(`unknown option ${flag}\n${MCP_USAGE}`);
+    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined) throw new UsageError(`${flag} needs a value\n${MCP_USAGE}`);
+    out[flag] = value;
+  }
+  return out;
+}
+
+function required(o: Record<string, string | undefined>, flag: string): string {
+  const v = o[flag];
+  if (v === undefined || v === '') throw new UsageError(`${flag} (or env ${FLAGS[flag]}) is required\n${MCP_USAGE}`);
+  return v;
+}
+
+export async function mcpCommand(argv: readonly string[], env: Record<string, string | undefined>, io: { stdin: Readable; stdout: Writable; stderr: Writable }): Promise<void> {
+  if (argv[0] === 'token') {
+    const o = parse(argv.slice(1), env);
+    const ttl = Number(o['--ttl'] ?? 86400);
+    if (!Number.isInteger(ttl) || ttl < 1) throw new UsageError('--ttl is a whole number of seconds');
+    const agent = o['--agent'];
+    io.stdout.write(`${mintToken(required(o, '--access-key'), required(o, '--secret-key'), { ...(agent && { agent }), ttlSeconds: ttl })}\n`);
+    return;
+  }
+  const o = parse(argv, env);
+  const agent = o['--agent'];
+  await runStdioBridge(
+    { endpoint: required(o, '--endpoint'), accessKey: required(o, '--access-key'), secretKey: required(o, '--secret-key'), ...(agent && { agent }) },
+    io.stdin,
+    io.stdout,
+    (line) => io.stderr.write(`${line}\n`),
+  );
+}

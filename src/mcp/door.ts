@@ -1,0 +1,108 @@
+/**
+ * What an MCP tool may do in casket: the seam between the tools and the S3
+ * front door (DESIGN §8, "one guard").
+ *
+ * A tool call is made of ordinary S3 requests — GetObject, PutObject with
+ * If-Match, HeadObject, ListObjectsV2, CopyObject, DeleteObject — which the
+ * wiring (src/mcp-door.ts) runs through s3/handle.ts in-process, with the
+ * caller the MCP endpoint authenticated. So a tool call passes exactly the
+ * same policy check, agent identity, guard, read stamps, write log,
+ * retention, metrics and state store as a request from the wire, and there
+ * is no second compare-and-swap: the backend's atomic conditional commit is
+ * the only one. An agent that reads over MCP and writes over S3 is one agent
+ * with one set of stamps, because both go down the same path.
+ *
+ * This folder imports nothing from s3/: it speaks the S3 wire (method, path,
+ * headers, body) to the door it is given, and reads S3 answers (status,
+ * headers, the error's fields) back.
+ */
+
+/** Who is calling, as the MCP endpoint authenticated them. */
+export interface Caller {
+  accessKeyId: string;
+  /** The agent the token or key is bound to (DESIGN §4); undefined: a person. */
+  agent?: string;
+}
+
+export interface S3Call {
+  method: 'GET' | 'HEAD' | 'PUT' | 'DELETE';
+  bucket: string;
+  key?: string;
+  /** Raw query string, already encoded (e.g. `list-type=2&prefix=a%2F`). */
+  query?: string;
+  headers?: Record<string, string>;
+  body?: Buffer;
+}
+
+/** An S3 error as casket rendered it: its code, sentence and fields (CurrentETag, LastWriter, Reason, Diff...). */
+export interface S3Failure {
+  status: number;
+  code: string;
+  message: string;
+  fields: Record<string, string | undefined>;
+}
+
+export interface S3Answer {
+  status: number;
+  headers: Record<string, string>;
+  /** The body, read whole up to the call's limit; undefined for HEAD and empty answers. */
+  body?: Buffer;
+  /** Set when the answer is an error. */
+  failure?: S3Failure;
+}
+
+export type StampKind = 'full' | 'partial' | 'none';
+
+export interface ReadOptions {
+  /** Refuse bodies larger than this (the answer is then a failure `EntityTooLarge`). */
+  maxBytes: number;
+  /**
+   * Whether the agent is shown the whole object: 'full', a full read stamp
+   * (DESIGN §4); 'partial', a partial one (head/tail/offset reads); 'none',
+   * no read at all — edit_file reads the version its condition names only
+   * to apply the edits, which entitles nothing (the guard still judges the
+   * write on what the agent itself read). A function decides once the body
+   * is read (a `head` that covers every line showed the whole object).
+   */
+  stamp: StampKind | ((body: Buffer) => StampKind);
+}
+
+export interface ReadStampView {
+  etag: string;
+  full: boolean;
+}
+
+/** An HTTP request to the MCP endpoint, for authentication: lowercased header names. */
+export interface EndpointRequest {
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** Credentials were given and do not hold (a bad token or signature, a key bound to another agent). */
+export class NotAuthenticated extends Error {}
+
+export interface CasketDoor {
+  /**
+   * Who sent an MCP request: `Authorization: Bearer <token>` (token.ts) or a
+   * SigV4 signature, as any S3 request (a literal payload hash is checked
+   * against the body). undefined: no credentials at all.
+   */
+  authenticate(req: EndpointRequest): Promise<Caller | undefined>;
+  /** One S3 request as `caller`, through s3/handle.ts. GET answers are read per `read`. */
+  s3(caller: Caller, call: S3Call, read?: ReadOptions): Promise<S3Answer>;
+  /** GET /_casket/diff for `caller` (DESIGN §6): a unified diff, or undefined when a version is not retained. */
+  diff(caller: Caller, bucket: string, key: string, from: string, to: string): Promise<{ text: string; truncated: boolean } | undefined>;
+  /** The agent's changes feed (DESIGN §6). */
+  changes(caller: Caller, since: string | undefined): Promise<{ status: number; body: unknown }>;
+  /** The agent's read stamp of a key, as the guard sees it. */
+  stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
+  /** A retained version's content (DESIGN §6), for a merge whose base is no longer current. */
+  retained(etag: string): Promise<Buffer | undefined>;
+  /** `--agent-writes`: require (428 on unconditional agent writes) or read-stamp. */
+  agentWrites: 'require' | 'read-stamp';
+  /** Largest diff served (--diff-max-bytes). */
+  diffMaxBytes: number;
+}

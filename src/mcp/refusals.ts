@@ -1,0 +1,118 @@
+/**
+ * A refused tool call, written for the model that made it (DESIGN §8):
+ * what happened, that nothing was written, who changed the file and when,
+ * whether the current content equals what was sent, the diff since this
+ * agent last read it (capped, DESIGN §6), and the exact next call. Built
+ * from the S3 error casket's own path answered (its Reason, CurrentETag,
+ * LastWriter, IdenticalContent and Diff fields), so a tool refuses for the
+ * same reasons an S3 client is refused.
+ */
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { Caller, CasketDoor, S3Failure } from './door.js';
+import type { ObjectPath } from './paths.js';
+import { showPath } from './paths.js';
+import { toolError } from './results.js';
+
+export interface RefusalContext {
+  door: CasketDoor;
+  caller: Caller;
+  /** The tool that was refused, for the "next call" line. */
+  tool: string;
+  path: ObjectPath;
+  /** The version the refused call was conditioned on, when it named one. */
+  base?: string;
+}
+
+/** The diff a refusal links (`/_casket/diff?...&from=&to=`), fetched for the model. */
+async function linkedDiff(ctx: RefusalContext, link: string | undefined, from: string | undefined, to: string | undefined): Promise<{ text: string; truncated: boolean } | undefined> {
+  if (link) {
+    const q = new URL(link, 'http://casket').searchParams;
+    from = q.get('from') ?? undefined;
+    to = q.get('to') ?? undefined;
+  }
+  if (!from || !to || from === to) return undefined;
+  return ctx.door.diff(ctx.caller, ctx.path.bucket, ctx.path.key, from.replace(/"/g, ''), to.replace(/"/g, ''));
+}
+
+export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallToolResult> {
+  const where = showPath(ctx.path);
+  const reason = f.fields.Reason ?? f.code;
+  const current = f.fields.CurrentETag;
+  const writer = f.fields.LastWriter;
+  const when = f.fields.LastModified;
+  const identical = f.fields.IdenticalContent === 'true';
+  const lastRead = f.fields.LastReadETag ?? ctx.base;
+  const by = writer ? ` by agent "${writer}"` : ' by a request without an agent';
+  const at = when ? ` at ${when}` : '';
+  const reread = `read_text_file {"path": "${where}"} (the whole file: no head, tail, offset or limit)`;
+  const retry = current ? `, then ${ctx.tool} again with "expected_etag": "${current.replace(/"/g, '\\"')}"` : `, then ${ctx.tool} again`;
+  let text: string;
+  let next: string | undefined;
+  switch (reason) {
+    case 'precondition-failed':
+    case 'stale-read':
+    case 'merge-conflict':
+      if (!current) {
+        text = `Refused: ${where} no longer exists. Nothing was written.`;
+        next = `write_file {"path": "${where}", "content": …, "create_only": true} to create it`;
+        break;
+      }
+      if (f.fields.Condition === 'If-None-Match') {
+        text = `Refused: ${where} already exists (version ${current}, written${by}${at}), and create_only only creates. Nothing was written.`;
+        next = `${reread}, then write_file with "expected_etag": ${JSON.stringify(current)} to replace it`;
+        break;
+      }
+      text =
+        reason === 'merge-conflict'
+          ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) change the same lines, so they could not be merged. Nothing was written.`
+          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, the one you named` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
+      next = `${reread}${retry}`;
+      break;
+    case 'partial-read':
+      text = `Refused: you read only part of ${where} (version ${current}). A partial read does not entitle a write. Nothing was written.`;
+      next = `${reread}${retry}`;
+      break;
+    case 'not-read':
+      text = `Refused: you have not read ${where}, which exists (version ${current}, written${by}${at}). Nothing was written.`;
+      next = `${reread}${retry}`;
+      break;
+    case 'precondition-required':
+      text = current
+        ? `Refused: agents write conditionally, and this write named no version of ${where} (current ${current}, written${by}${at}). Nothing was written.`
+        : `Refused: agents write conditionally. Nothing was written.`;
+      next = current ? `${reread}${retry}` : `write_file {"path": "${where}", "content": …, "create_only": true}`;
+      break;
+    case 'no-such-key':
+    case 'NoSuchKey':
+      text = `Refused: ${where} does not exist. Nothing was written.`;
+      next = `write_file {"path": "${where}", "content": …, "create_only": true} to create it, or list_directory {"path": "${ctx.path.bucket}/"} to find the file`;
+      break;
+    case 'NoSuchBucket':
+      text = `Refused: there is no bucket "${ctx.path.bucket}". Nothing was written.`;
+      next = 'list_directory on a bucket that exists (paths are bucket/key)';
+      break;
+    case 'AccessDenied':
+      text = `Refused: your credential may not do this on ${where}: ${f.message} Nothing was written.`;
+      break;
+    default:
+      text = `Refused: ${f.code}: ${f.message} Nothing was written.`;
+  }
+  if (identical) {
+    text += ` The current content is byte-for-byte what you sent: if that was your own earlier call, it landed; if not, ${writer ? `agent "${writer}"` : 'someone else'} made the same change, and yours would be a second one.`;
+  }
+  const diff = current ? await linkedDiff(ctx, f.fields.Diff, lastRead, current).catch(() => undefined) : undefined;
+  if (next) text += `\nNext: ${next}.`;
+  if (diff) text += `\nWhat changed since ${lastRead}${diff.truncated ? ' (cut short)' : ''}:\n${diff.text}`;
+  return toolError(text, {
+    error: reason,
+    path: where,
+    ...(current !== undefined && { current_etag: current }),
+    ...(writer !== undefined && { last_writer: writer }),
+    ...(when !== undefined && { last_modified: when }),
+    ...(lastRead !== undefined && { your_version: lastRead }),
+    identical,
+    ...(diff && { diff: diff.text, diff_truncated: diff.truncated }),
+    ...(next && { next }),
+    written: false,
+  });
+}

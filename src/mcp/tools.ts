@@ -1,0 +1,34 @@
+/**
+ * casket's MCP server: the file tools, one file each under tools/, named as
+ * the reference filesystem server names them where it has one (DESIGN §8),
+ * registered for one caller. Built per request by the HTTP endpoint
+ * (stateless, http.ts) — registering a dozen tools costs microseconds, and
+ * no session state ties an agent to one replica.
+ */
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { RegisterTool, ToolEnv } from './tool.js';
+import { register as apply_patch } from './tools/apply_patch.js';
+import { register as delete_file } from './tools/delete_file.js';
+import { register as edit_file } from './tools/edit_file.js';
+import { register as get_file_info } from './tools/get_file_info.js';
+import { register as list_directory } from './tools/list_directory.js';
+import { register as move_file } from './tools/move_file.js';
+import { register as read_media_file } from './tools/read_media_file.js';
+import { register as read_text_file } from './tools/read_text_file.js';
+import { register as search_files } from './tools/search_files.js';
+import { register as what_changed } from './tools/what_changed.js';
+import { register as write_file } from './tools/write_file.js';
+
+export const TOOLS: readonly RegisterTool[] = [read_text_file, read_media_file, write_file, edit_file, apply_patch, list_directory, search_files, get_file_info, move_file, delete_file, what_changed];
+
+export const SERVER_INFO = { name: 'casket', version: '0.1.0' };
+
+const INSTRUCTIONS =
+  'Files live in casket buckets: a path is bucket/key. Every read answers an etag; every write is compare-and-swap: pass the etag you read as expected_etag (or create_only: true for a new file). ' +
+  'If someone else changed the file since your read, the write is refused with what changed and the next call to make — nothing is overwritten silently. A partial read (head/tail/offset) does not allow a write.';
+
+export function toolServer(env: ToolEnv): McpServer {
+  const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  for (const register of TOOLS) register(server, env);
+  return server;
+}

@@ -1,0 +1,40 @@
+/**
+ * delete_file {path, expected_etag?}: deletes a file, conditionally as any
+ * write (DESIGN §8): on expected_etag, else on the agent's last read of it
+ * — an agent never deletes content it has not read in full, nor a version
+ * newer than the one it read (DESIGN §4).
+ */
+import { z } from 'zod';
+import { parseETagArgument, requireFile, showPath } from '../paths.js';
+import { ok } from '../results.js';
+import { guarded, refused, type RegisterTool } from '../tool.js';
+import { derivedCondition } from './write_file.js';
+
+export const register: RegisterTool = (server, env) => {
+  server.registerTool(
+    'delete_file',
+    {
+      title: 'Delete a file (compare-and-swap)',
+      description: 'Delete a file in casket, only if it is still the version you read: pass expected_etag (the etag read_text_file answered); without it, your last full read of the file is used. Refused, with what changed, if anyone changed it since.',
+      inputSchema: {
+        path: z.string().describe('bucket/key or s3://bucket/key'),
+        expected_etag: z.string().optional().describe('the etag of the version you read and are deleting'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    ({ path, expected_etag }) =>
+      guarded(async () => {
+        const p = requireFile(path);
+        let headers: Record<string, string>;
+        if (expected_etag !== undefined) headers = { 'if-match': parseETagArgument(expected_etag) };
+        else {
+          headers = await derivedCondition(env, p);
+          // A delete cannot "create only": the agent never read the key, which does not exist.
+          if (headers['if-none-match'] !== undefined) headers = { 'if-match': '*' };
+        }
+        const res = await env.door.s3(env.caller, { method: 'DELETE', bucket: p.bucket, key: p.key, headers });
+        if (res.failure) return refused(env, 'delete_file', p, res.failure, headers['if-match']);
+        return ok(`Deleted ${showPath(p)}${headers['if-match'] && headers['if-match'] !== '*' ? ` (version ${headers['if-match']})` : ''}.`, { path: showPath(p), deleted: true, written: true });
+      }),
+  );
+};

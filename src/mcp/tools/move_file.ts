@@ -1,0 +1,65 @@
+/**
+ * move_file {source, destination, expected_etag?, destination_etag?}:
+ * conditional on both ends (DESIGN §8). S3 has no rename, so a move is two
+ * guarded writes: CopyObject of exactly the source version the agent read
+ * (x-amz-copy-source-if-match) to a destination that must not exist (or
+ * must still be destination_etag), then DeleteObject of the source under
+ * If-Match of that same version. When the source changes between the two,
+ * the copy stays and the source is kept, and the answer says so: nobody's
+ * newer content is deleted.
+ */
+import { z } from 'zod';
+import { parseETagArgument, requireFile, showPath } from '../paths.js';
+import { ok, toolError } from '../results.js';
+import { guarded, refused, type RegisterTool } from '../tool.js';
+import { changedSince } from './edit_file.js';
+
+function copySource(bucket: string, key: string): string {
+  return `/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
+}
+
+export const register: RegisterTool = (server, env) => {
+  server.registerTool(
+    'move_file',
+    {
+      title: 'Move or rename a file (compare-and-swap on both ends)',
+      description:
+        'Move a file in casket to a new path (bucket/key). Moves only the version you read: pass expected_etag (its etag); without it, your last full read is used. The destination must not exist, unless you pass destination_etag, the version there you read and mean to replace.',
+      inputSchema: {
+        source: z.string().describe('bucket/key of the file to move'),
+        destination: z.string().describe('bucket/key to move it to'),
+        expected_etag: z.string().optional().describe('the etag of the source version you read'),
+        destination_etag: z.string().optional().describe('replace the destination only if it is this version'),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
+    },
+    ({ source, destination, expected_etag, destination_etag }) =>
+      guarded(async () => {
+        const from = requireFile(source);
+        const to = requireFile(destination);
+        let version = expected_etag !== undefined ? parseETagArgument(expected_etag) : undefined;
+        if (version === undefined && env.caller.agent !== undefined) {
+          const stamp = await env.door.stamp(env.caller.agent, from.bucket, from.key);
+          if (stamp?.full) version = `"${stamp.etag}"`;
+        }
+        if (version === undefined) {
+          return toolError(`Refused: you have not read ${showPath(from)} in full, so there is no version to move. Nothing was written.\nNext: read_text_file {"path": "${showPath(from)}"}, then move_file again.`, { error: 'not-read', path: showPath(from), written: false });
+        }
+        const target: Record<string, string> = destination_etag !== undefined ? { 'if-match': parseETagArgument(destination_etag, 'destination_etag') } : { 'if-none-match': '*' };
+        const copy = await env.door.s3(env.caller, { method: 'PUT', bucket: to.bucket, key: to.key, headers: { 'x-amz-copy-source': copySource(from.bucket, from.key), 'x-amz-copy-source-if-match': version, ...target } });
+        if (copy.failure) {
+          // A failed source condition is the source's change; anything else is the destination's.
+          const onSource = copy.failure.fields.Condition?.startsWith('x-amz-copy-source') || copy.failure.code === 'NoSuchKey';
+          if (!onSource) return refused(env, 'move_file', to, copy.failure, target['if-match']);
+          return refused(env, 'move_file', from, copy.failure.code === 'NoSuchKey' ? copy.failure : await changedSince(env, from, version), version);
+        }
+        const removed = await env.door.s3(env.caller, { method: 'DELETE', bucket: from.bucket, key: from.key, headers: { 'if-match': version } });
+        if (removed.failure) {
+          const why = await refused(env, 'move_file', from, removed.failure, version);
+          const first = why.content[0]!.type === 'text' ? why.content[0]!.text : '';
+          return toolError(`Copied ${showPath(from)} (version ${version}) to ${showPath(to)}, but the source was not deleted: ${first.replace(/^Refused: /, '')}`, { ...why.structuredContent, copied_to: showPath(to), source_deleted: false });
+        }
+        return ok(`Moved ${showPath(from)} (version ${version}) to ${showPath(to)}.`, { source: showPath(from), destination: showPath(to), etag: version, written: true });
+      }),
+  );
+};

@@ -1,0 +1,67 @@
+/**
+ * read_text_file {path, head?, tail?, offset?, limit?}: the text, its ETag,
+ * and the lines shown. A read that shows every line is a full read stamp;
+ * head, tail or offset/limit showing less is partial and entitles no write
+ * (DESIGN §4), exactly like a Range GET.
+ */
+import { z } from 'zod';
+import { BadArgument, requireFile, showPath } from '../paths.js';
+import { ok } from '../results.js';
+import { guarded, refused, type RegisterTool } from '../tool.js';
+import { splitLines } from '../text.js';
+
+const line = z.number().int().nonnegative();
+
+export const register: RegisterTool = (server, env) => {
+  server.registerTool(
+    'read_text_file',
+    {
+      title: 'Read a text file',
+      description:
+        'Read a text file from casket as UTF-8. path is bucket/key (or s3://bucket/key). The answer ends with the file\'s etag: pass it as expected_etag to write_file, edit_file or delete_file. head/tail (first/last N lines) or offset/limit (0-based line window) read only part of the file, and a partial read does not allow a write: read the whole file before editing it.',
+      inputSchema: {
+        path: z.string().describe('bucket/key or s3://bucket/key'),
+        head: line.optional().describe('only the first N lines'),
+        tail: line.optional().describe('only the last N lines'),
+        offset: line.optional().describe('first line to show, 0-based'),
+        limit: line.optional().describe('how many lines to show from offset'),
+      },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    ({ path, head, tail, offset, limit }) =>
+      guarded(async () => {
+        const p = requireFile(path);
+        if (head !== undefined && tail !== undefined) throw new BadArgument('Give head or tail, not both.');
+        let shown: { text: string; from: number; to: number; total: number } | undefined;
+        const select = (body: Buffer) => {
+          const lines = splitLines(body.toString('utf8'));
+          const total = lines.length;
+          let from = 0;
+          let to = total;
+          if (head !== undefined) to = Math.min(head, total);
+          else if (tail !== undefined) from = Math.max(total - tail, 0);
+          if (offset !== undefined) from = Math.min(offset, total);
+          if (limit !== undefined) to = Math.min(from + limit, total);
+          const whole = from === 0 && to === total;
+          const text = whole ? body.toString('utf8') : lines.slice(from, to).join('\n') + (to > from ? '\n' : '');
+          shown = { text, from, to, total };
+          return whole ? 'full' : 'partial';
+        };
+        const res = await env.door.s3(env.caller, { method: 'GET', bucket: p.bucket, key: p.key }, { maxBytes: env.maxTextBytes, stamp: select });
+        if (res.failure) return refused(env, 'read_text_file', p, res.failure);
+        const s = shown!;
+        const etag = res.headers.etag!;
+        const full = s.from === 0 && s.to === s.total;
+        const note = full
+          ? `[${showPath(p)}: etag ${etag}, all ${s.total} lines, a full read]`
+          : `[${showPath(p)}: etag ${etag}, lines ${s.from + 1}-${s.to} of ${s.total}: a partial read, which does not allow writing this file — read it whole first]`;
+        return ok([s.text, note], {
+          path: showPath(p),
+          etag,
+          lines: { from: s.from + 1, to: s.to, total: s.total },
+          read: full ? 'full' : 'partial',
+          ...(res.headers['x-casket-writer'] && { last_writer: res.headers['x-casket-writer'] }),
+        });
+      }),
+  );
+};

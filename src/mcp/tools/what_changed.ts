@@ -1,0 +1,53 @@
+/**
+ * what_changed {since?}: this agent's changes feed (DESIGN §6) — the files
+ * it read that someone else has written since, with who, when, the diff
+ * from what it read (capped, when casket kept that version) and a cursor
+ * for the next call. Reads as an orchestrator would poll
+ * /_casket/agents/{agent}/changes, without a wait.
+ */
+import { z } from 'zod';
+import { ok, toolError } from '../results.js';
+import { guarded, type RegisterTool } from '../tool.js';
+
+interface Change {
+  bucket: string;
+  key: string;
+  readETag: string;
+  currentETag: string | null;
+  writer: string | null;
+  operation: string;
+  at: string;
+  diff: string | null;
+}
+
+/** Diffs shown in one answer, at most: the rest are named, to read. */
+const MAX_DIFFS = 10;
+
+export const register: RegisterTool = (server, env) => {
+  server.registerTool(
+    'what_changed',
+    {
+      title: 'What others changed in files you read',
+      description: 'List the files you read that someone else has changed (or deleted) since, with who changed them, when, and the diff from the version you read. Pass the cursor of the previous answer as since to see only newer changes.',
+      inputSchema: { since: z.string().optional().describe('cursor from a previous what_changed answer') },
+      annotations: { readOnlyHint: true, openWorldHint: false },
+    },
+    ({ since }) =>
+      guarded(async () => {
+        const res = await env.door.changes(env.caller, since);
+        const body = res.body as { cursor?: string; changes?: Change[]; error?: string; message?: string };
+        if (res.status !== 200) return toolError(`Refused: ${body.message ?? body.error ?? 'the changes feed failed'}`, { error: body.error ?? 'changes-failed' });
+        const changes = body.changes ?? [];
+        const out = [];
+        const lines: string[] = [];
+        for (const [i, c] of changes.entries()) {
+          const diff = i < MAX_DIFFS && c.currentETag ? await env.door.diff(env.caller, c.bucket, c.key, c.readETag.replace(/"/g, ''), c.currentETag.replace(/"/g, '')) : undefined;
+          const who = c.writer ? `agent "${c.writer}"` : 'a request without an agent';
+          lines.push(`${c.bucket}/${c.key}: ${c.currentETag ? `changed to ${c.currentETag}` : 'deleted'} by ${who} at ${c.at} (you read ${c.readETag})${diff ? `\n${diff.text}` : ''}`);
+          out.push({ path: `${c.bucket}/${c.key}`, your_version: c.readETag, current_etag: c.currentETag, writer: c.writer, operation: c.operation, at: c.at, ...(diff && { diff: diff.text, diff_truncated: diff.truncated }) });
+        }
+        const head = changes.length ? `${changes.length} file(s) changed by others since you read them:` : 'Nothing you read has changed since.';
+        return ok([head, ...lines, `[cursor: ${body.cursor}; pass it as since next time]`], { cursor: body.cursor, changes: out });
+      }),
+  );
+};

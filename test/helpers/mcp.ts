@@ -1,0 +1,55 @@
+/**
+ * MCP clients for the tests: the SDK's own Client, against a real casket
+ * process — over Streamable HTTP with a bearer token minted by
+ * `casket mcp token`, or over stdio through `casket mcp` (the bridge).
+ */
+import { execFileSync } from 'node:child_process';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { CLI, type Cred, type RunningCasket } from './casket.js';
+
+export function mintToken(cred: Cred, options: { agent?: string; ttl?: number } = {}): string {
+  const args = [CLI, 'mcp', 'token', ...(options.agent ? ['--agent', options.agent] : []), ...(options.ttl ? ['--ttl', String(options.ttl)] : [])];
+  // The secret goes by env, as a user would keep it out of `ps`.
+  return execFileSync(process.execPath, args, { env: { ...process.env, CASKET_MCP_ACCESS_KEY: cred.accessKeyId, CASKET_MCP_SECRET_KEY: cred.secretAccessKey }, encoding: 'utf8' }).trim();
+}
+
+export function mcpEndpoint(casket: Pick<RunningCasket, 'url'>): URL {
+  return new URL('/_casket/mcp', casket.url);
+}
+
+export async function httpClient(casket: Pick<RunningCasket, 'url'>, token: string | undefined, name = 'test'): Promise<Client> {
+  const client = new Client({ name, version: '1.0.0' });
+  const transport = new StreamableHTTPClientTransport(mcpEndpoint(casket), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {});
+  await client.connect(transport);
+  return client;
+}
+
+export async function stdioClient(casket: Pick<RunningCasket, 'url'>, cred: Cred, agent?: string): Promise<Client> {
+  const client = new Client({ name: 'stdio-test', version: '1.0.0' });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, 'mcp', '--endpoint', casket.url, ...(agent ? ['--agent', agent] : [])],
+    env: { PATH: process.env.PATH ?? '', CASKET_MCP_ACCESS_KEY: cred.accessKeyId, CASKET_MCP_SECRET_KEY: cred.secretAccessKey },
+    stderr: 'pipe',
+  });
+  await client.connect(transport);
+  return client;
+}
+
+export type ToolResult = CallToolResult;
+
+export async function call(client: Client, name: string, args: Record<string, unknown>): Promise<ToolResult> {
+  return (await client.callTool({ name, arguments: args })) as ToolResult;
+}
+
+/** All text parts of a result, joined. */
+export function text(r: ToolResult): string {
+  return r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n');
+}
+
+export function data(r: ToolResult): Record<string, unknown> {
+  return (r.structuredContent ?? {}) as Record<string, unknown>;
+}
