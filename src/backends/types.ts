@@ -93,8 +93,12 @@ export type CommitCondition = (
   | { type: 'none' }
   /** Current version must exist and have one of these ETags ('*': any). */
   | { type: 'if-match'; etags: string[] | '*' }
-  /** Key must not exist (If-None-Match: *). */
-  | { type: 'if-none-match' }
+  /**
+   * Without `etags`: the key must not exist (If-None-Match: *). With them: the
+   * current version, if any, must have none of these ETags (If-None-Match:
+   * "etag", honoured as Ceph RGW and MinIO do; DESIGN §3).
+   */
+  | { type: 'if-none-match'; etags?: string[] }
 ) &
   VersionCondition;
 
