@@ -19,7 +19,7 @@
  * Content-MD5 mismatch → BadDigest; checksum mismatch → BadDigest "The CRC32 you
  * specified did not match the calculated checksum."; short body, length mismatch,
  * client disconnect → IncompleteBody; malformed Content-MD5 → InvalidDigest;
- * malformed checksum value → InvalidRequest.
+ * malformed checksum value → BadDigest too (vocabulary/checksums.ts says why).
  *
  * The checksum the request carried (or the one `checksum` asks for, computed
  * when the request carried none) is part of the digest, so the backend stores
@@ -324,7 +324,7 @@ class VerifyingStream extends Transform {
         if (value === undefined) {
           throw new S3Error('IncompleteBody', `The request body terminated unexpectedly (missing trailing header ${checksumHeaderName(algorithm)}).`);
         }
-        expected = parseChecksumValue(algorithm, value, 'trailer');
+        expected = parseChecksumValue(algorithm, value);
       }
       if (expected && !checksumsEqual(actual, expected)) throw checksumMismatch(algorithm);
     }
