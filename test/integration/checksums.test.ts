@@ -125,9 +125,10 @@ describe('multipart', () => {
     // The SDK skips validating a composite value; the bytes are still whole.
     const get = await t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, ChecksumMode: 'ENABLED' }));
     expect((await bytes(get.Body)).equals(whole)).toBe(true);
-    // One part: that part's checksum, which the SDK checks against the part's bytes.
+    // One part: that part's checksum, which the SDK checks against the part's
+    // bytes, and the object's ChecksumType beside it as AWS sends it.
     const second = await t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: key, PartNumber: 2, ChecksumMode: 'ENABLED' }));
-    expect(second.ChecksumSHA256).toBe(b64('sha256', parts[1]!));
+    expect(second).toMatchObject({ ChecksumSHA256: b64('sha256', parts[1]!), ChecksumType: 'COMPOSITE' });
     expect((await bytes(second.Body)).equals(parts[1]!)).toBe(true);
   });
 
@@ -174,6 +175,9 @@ describe('multipart', () => {
       expect(await failure(complete('bad'))).toMatchObject({ name: 'BadDigest', status: 400 });
       const completed = await complete(b64('crc64nvme', whole));
       expect(completed).toMatchObject({ ChecksumCRC64NVME: b64('crc64nvme', whole), ChecksumType: 'FULL_OBJECT' });
+      const first = await quiet.send(new GetObjectCommand({ Bucket: bucket, Key: key, PartNumber: 1, ChecksumMode: 'ENABLED' }));
+      expect(first).toMatchObject({ ChecksumCRC64NVME: b64('crc64nvme', parts[0]!), ChecksumType: 'FULL_OBJECT' });
+      await bytes(first.Body);
     } finally {
       quiet.destroy();
     }
