@@ -245,7 +245,17 @@ function decode(s) {
   return s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&#10;/g, '\n').replace(/&amp;/g, '&');
 }
 
+/**
+ * Tests never sent straight at an upstream, because they bring it down for
+ * everyone who shares it: test_upload_part_copy_percent_encoded_key aborts
+ * Ceph RGW 16's radosgw (RGWObjectCtx::set_atomic in
+ * RGWPutObj::verify_permission; seen on the shared RGW, 2026-11-25). They
+ * count as failures. Through casket they run: RGW survives what casket sends.
+ */
+const NOT_SENT = { 'rgw-direct': ['s3tests/functional/test_s3.py::test_upload_part_copy_percent_encoded_key'] };
+
 const ids = readSelection();
+const skipped = new Set(NOT_SENT[target] ?? []);
 const dir = suiteDir();
 let endpoint;
 if (target === 'embedded') endpoint = await startCasket();
@@ -255,8 +265,9 @@ else if (target === 'moto-direct') endpoint = await startMoto();
 else endpoint = await connectRgw();
 
 const started = Date.now();
-const { junit, tail } = await runPytest(dir, writeConf(endpoint), ids);
+const { junit, tail } = await runPytest(dir, writeConf(endpoint), ids.filter((id) => !skipped.has(id)));
 const results = outcomes(junit, ids);
+for (const id of skipped) results.set(id, { outcome: 'FAIL', why: `not sent: it brings ${target.replace('-direct', '')} down` });
 if ([...results.values()].every((r) => r.why === 'not run')) fail(`pytest ran nothing:\n${tail.slice(-4000)}`);
 const passed = [...results.values()].filter((r) => r.outcome === 'PASS').length;
 const lines = [...results].map(([id, r]) => `${r.outcome} ${id}${r.why ? `  # ${r.why}` : ''}`);
