@@ -19,7 +19,7 @@
  * Content-MD5 mismatch → BadDigest; checksum mismatch → BadDigest "The CRC32 you
  * specified did not match the calculated checksum."; short body, length mismatch,
  * client disconnect → IncompleteBody; malformed Content-MD5 → InvalidDigest;
- * malformed checksum value → InvalidRequest.
+ * malformed checksum value → BadDigest too (vocabulary/checksums.ts says why).
  *
  * The checksum the request carried (or the one `checksum` asks for, computed
  * when the request carried none) is part of the digest, so the backend stores
@@ -106,7 +106,12 @@ export function validatePayloadHeaders(headers: Record<string, string>, auth: Au
 function planPayload(headers: Record<string, string>, auth: AuthResult | null, maxSize: number, options: Pick<PayloadOptions, 'checksum' | 'ignoreChecksumHeaders'> = {}): PayloadPlan {
   const mode = auth?.payloadMode ?? anonymousMode(headers['x-amz-content-sha256']);
   const contentEncoding = (headers['content-encoding'] ?? '').toLowerCase();
-  const chunked = mode.startsWith('streaming-') || contentEncoding.split(',').some((e) => e.trim() === 'aws-chunked');
+  // A STREAMING-* payload is aws-chunked; so is an UNSIGNED-PAYLOAD one that
+  // says so in Content-Encoding (the SDK for Java v2 sends that). A literal
+  // SHA-256 signs the body as sent: `Content-Encoding: aws-chunked` beside it
+  // frames nothing, and is only dropped from the stored Content-Encoding, as
+  // AWS does (ceph/s3-tests test_object_content_encoding_aws_chunked).
+  const chunked = mode.startsWith('streaming-') || (mode !== 'literal' && contentEncoding.split(',').some((e) => e.trim() === 'aws-chunked'));
   const plan: PayloadPlan = { mode, chunked };
   if (auth?.chunkSigning) plan.chunkSigning = auth.chunkSigning;
 
@@ -324,7 +329,7 @@ class VerifyingStream extends Transform {
         if (value === undefined) {
           throw new S3Error('IncompleteBody', `The request body terminated unexpectedly (missing trailing header ${checksumHeaderName(algorithm)}).`);
         }
-        expected = parseChecksumValue(algorithm, value, 'trailer');
+        expected = parseChecksumValue(algorithm, value);
       }
       if (expected && !checksumsEqual(actual, expected)) throw checksumMismatch(algorithm);
     }

@@ -12,6 +12,7 @@
  *   if-match '*'           | fail   | write       | write
  *   if-match [list]        | fail   | write       | fail
  *   if-none-match          | write  | fail        | fail
+ *   if-none-match [list]   | write  | fail        | write
  *
  * and, on top of any row, a size / last-modified condition (conditional
  * deletes, https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html):
@@ -45,7 +46,7 @@ export function conditionHolds(condition: CommitCondition, currentETag: string |
     case 'if-match':
       return currentETag !== null && (condition.etags === '*' || condition.etags.includes(currentETag));
     case 'if-none-match':
-      return currentETag === null;
+      return currentETag === null || (condition.etags !== undefined && !condition.etags.includes(currentETag));
   }
 }
 

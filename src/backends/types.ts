@@ -13,6 +13,7 @@
  *   at the moment of commit — checked and applied in one atomic step.
  * - A refused condition throws `ConditionFailed` with the current object.
  */
+import type { CorsRule } from '../vocabulary/cors.js';
 import type { Readable } from 'node:stream';
 import type { ChecksumAlgorithm, ChecksumType } from '../vocabulary/checksums.js';
 
@@ -93,8 +94,12 @@ export type CommitCondition = (
   | { type: 'none' }
   /** Current version must exist and have one of these ETags ('*': any). */
   | { type: 'if-match'; etags: string[] | '*' }
-  /** Key must not exist (If-None-Match: *). */
-  | { type: 'if-none-match' }
+  /**
+   * Without `etags`: the key must not exist (If-None-Match: *). With them: the
+   * current version, if any, must have none of these ETags (If-None-Match:
+   * "etag", honoured as Ceph RGW and MinIO do; DESIGN §3).
+   */
+  | { type: 'if-none-match'; etags?: string[] }
 ) &
   VersionCondition;
 
@@ -340,6 +345,14 @@ export interface Backend {
    * streams the answer back. Absent on the embedded store (501 NotImplemented).
    */
   forward?(request: ForwardRequest): Promise<ForwardResponse>;
+  /**
+   * The bucket's CORS rules (null: none), kept by the embedded store. Absent
+   * in front of an upstream, which keeps its own: casket forwards
+   * Put/Get/DeleteBucketCors there and reads the rules back (s3/cors.ts).
+   */
+  getBucketCors?(bucket: string): Promise<CorsRule[] | null>;
+  /** Replaces the bucket's CORS rules; null deletes them. */
+  putBucketCors?(bucket: string, rules: CorsRule[] | null): Promise<void>;
 
   close(): Promise<void>;
 }

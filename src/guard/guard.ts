@@ -73,9 +73,6 @@ export class Guard {
   async checkWrite(w: WriteRequest): Promise<WritePermit> {
     const { conditions } = w;
     const plain: WritePermit = { condition: commitConditionFor(conditions) };
-    if (conditions.ifNoneMatch !== undefined && conditions.ifNoneMatch !== '*') {
-      throw new Refusal('not-implemented', w.bucket, w.key, await w.current());
-    }
     if (w.agent && this.options.mode !== 'off') {
       const decision = await this.agentRules(w as WriteRequest & { agent: string });
       // A size / modification-time condition (conditional deletes) holds at
@@ -133,6 +130,16 @@ export class Guard {
       return { permit: { condition: { type: 'if-match', etags: [stamp.etag] }, conflictReason: 'stale-read', ...seen } };
     }
     const permit: WritePermit = { condition: commitConditionFor(conditions) };
+    if (conditions.ifMatch === undefined && Array.isArray(conditions.ifNoneMatch)) {
+      // If-None-Match: "etag" says which version the write must not replace,
+      // not that the agent saw the one it does replace: it creates where the
+      // agent read nothing, and otherwise replaces only what the agent last
+      // read whole — which must itself not be a version the list names.
+      if (!stamp) return { permit: { condition: { type: 'if-none-match' }, conflictReason: 'not-read' } };
+      if (conditions.ifNoneMatch.flatMap(expandETag).includes(stamp.etag)) return { refuse: 'stale-read', ...seen };
+      if (!stamp.full) return { refuse: 'partial-read', ...seen };
+      return { permit: { condition: { type: 'if-match', etags: [stamp.etag] }, conflictReason: 'stale-read', ...seen } };
+    }
     if (conditions.ifMatch === undefined) return { permit };
     // If-Match replaces (or deletes) what is there: only what the agent has
     // read in full, never an ETag taken from a HEAD or a listing (a blind

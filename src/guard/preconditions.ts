@@ -8,7 +8,10 @@
  * If-Match, else If-Unmodified-Since → 412; If-None-Match, else
  * If-Modified-Since → 304. Writes follow
  * https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html:
- * If-Match on a missing key → 404 NoSuchKey, If-None-Match only as `*`.
+ * If-Match on a missing key → 404 NoSuchKey. If-None-Match: "etag" (AWS
+ * answers 501 to it) is honoured as Ceph RGW and MinIO honour it — write
+ * unless the current version is one of those — so a user of RGW loses
+ * nothing through casket (DESIGN §3).
  */
 import { etagMatches, expandETag } from '../vocabulary/etag.js';
 import type { CommitCondition, VersionCondition } from '../backends/types.js';
@@ -64,7 +67,7 @@ export type WriteConditionName = 'If-Match' | 'If-None-Match' | 'x-amz-if-match-
 
 export type WriteVerdict =
   | { ok: true; condition: CommitCondition }
-  | { ok: false; failure: 'no-such-key' | 'precondition-failed' | 'not-implemented'; condition: WriteConditionName };
+  | { ok: false; failure: 'no-such-key' | 'precondition-failed'; condition: WriteConditionName };
 
 /** The current version as a write's conditions see it; size only for x-amz-if-match-size. */
 export interface CurrentVersionFacts extends CurrentVersion {
@@ -76,12 +79,11 @@ export interface CurrentVersionFacts extends CurrentVersion {
  * CommitCondition the backend must re-check atomically at commit.
  */
 export function evaluateWrite(current: CurrentVersionFacts | null, c: WriteConditions): WriteVerdict {
-  if (c.ifNoneMatch !== undefined && c.ifNoneMatch !== '*') return { ok: false, failure: 'not-implemented', condition: 'If-None-Match' };
   if (c.ifMatch !== undefined) {
     if (!current) return { ok: false, failure: 'no-such-key', condition: 'If-Match' };
     if (!anyMatches(c.ifMatch, current)) return { ok: false, failure: 'precondition-failed', condition: 'If-Match' };
   }
-  if (c.ifNoneMatch === '*' && current) return { ok: false, failure: 'precondition-failed', condition: 'If-None-Match' };
+  if (c.ifNoneMatch !== undefined && anyMatches(c.ifNoneMatch, current)) return { ok: false, failure: 'precondition-failed', condition: 'If-None-Match' };
   // Conditional deletes (AWS, 2024): a key that does not exist satisfies them (204).
   if (current && c.ifMatchSize !== undefined && current.size !== c.ifMatchSize) return { ok: false, failure: 'precondition-failed', condition: 'x-amz-if-match-size' };
   if (current && c.ifMatchLastModifiedTime !== undefined && seconds(current.lastModified) !== seconds(c.ifMatchLastModifiedTime)) {
@@ -96,6 +98,7 @@ export function commitConditionFor(c: WriteConditions): CommitCondition {
     return { type: 'if-match', etags: c.ifMatch === '*' ? '*' : c.ifMatch.flatMap(expandETag), ...version };
   }
   if (c.ifNoneMatch === '*') return { type: 'if-none-match', ...version };
+  if (c.ifNoneMatch !== undefined) return { type: 'if-none-match', etags: c.ifNoneMatch.flatMap(expandETag), ...version };
   return { type: 'none', ...version };
 }
 

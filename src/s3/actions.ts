@@ -105,6 +105,9 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   GetBucketVersioning: onBucket('s3:GetBucketVersioning'),
   GetBucketPolicy: onBucket('s3:GetBucketPolicy'),
   GetBucketCors: onBucket('s3:GetBucketCORS'),
+  // IAM has no DeleteBucketCORS action: deleting the rules is s3:PutBucketCORS.
+  PutBucketCors: onBucket('s3:PutBucketCORS'),
+  DeleteBucketCors: onBucket('s3:PutBucketCORS'),
   GetBucketLifecycleConfiguration: onBucket('s3:GetLifecycleConfiguration'),
   GetBucketTagging: onBucket('s3:GetBucketTagging'),
   ListObjects: listing,

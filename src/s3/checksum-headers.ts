@@ -73,10 +73,16 @@ export function checksumHeaders(c: ObjectChecksum | undefined): Record<string, s
   return c ? { [checksumHeaderName(c.algorithm)]: c.value, 'x-amz-checksum-type': c.type } : {};
 }
 
-/** x-amz-checksum-<alg> of part `n` of a multipart object (GetObject / HeadObject ?partNumber=), when known. */
+/**
+ * x-amz-checksum-<alg> of part `n` of a multipart object (GetObject /
+ * HeadObject ?partNumber=), when known, with the object's x-amz-checksum-type:
+ * the GetObject response names ChecksumType beside every checksum it carries
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html#API_GetObject_ResponseSyntax),
+ * and ceph/s3-tests test_multipart_use_cksum_helper_* expect it on part reads.
+ */
 export function partChecksumHeader(info: ObjectInfo, n: number): Record<string, string> {
   const value = info.partChecksums?.[n - 1];
-  return info.checksum && value !== undefined ? { [checksumHeaderName(info.checksum.algorithm)]: value } : {};
+  return info.checksum && value !== undefined ? { [checksumHeaderName(info.checksum.algorithm)]: value, 'x-amz-checksum-type': info.checksum.type } : {};
 }
 
 /** Whether a GetObject / HeadObject asked for the object's checksum. */

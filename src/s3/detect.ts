@@ -60,9 +60,11 @@ export function detectOperation(method: string, bucket: string | undefined, key:
         return query.get('list-type') === '2' ? 'ListObjectsV2' : 'ListObjects';
       case 'PUT':
         if (has('acl')) return 'PutBucketAcl';
+        if (has('cors')) return 'PutBucketCors';
         if (firstUnsupported(query)) break;
         return 'CreateBucket';
       case 'DELETE':
+        if (has('cors')) return 'DeleteBucketCors';
         if (firstUnsupported(query)) break;
         return 'DeleteBucket';
       case 'POST':

@@ -5,6 +5,7 @@
 import type { Handler } from './context.js';
 import type { Operation } from './operations.js';
 import * as bucketConfig from './operations/bucket-config.js';
+import * as bucketCors from './operations/bucket-cors.js';
 import * as buckets from './operations/buckets.js';
 import { CopyObject } from './operations/copy-object.js';
 import { DeleteObject, DeleteObjects } from './operations/delete-object.js';
@@ -26,7 +27,9 @@ export const HANDLERS: Record<Operation, Handler> = {
   PutBucketAcl: bucketConfig.PutBucketAcl,
   GetBucketVersioning: bucketConfig.GetBucketVersioning,
   GetBucketPolicy: bucketConfig.GetBucketPolicy,
-  GetBucketCors: bucketConfig.GetBucketCors,
+  GetBucketCors: bucketCors.GetBucketCors,
+  PutBucketCors: bucketCors.PutBucketCors,
+  DeleteBucketCors: bucketCors.DeleteBucketCors,
   GetBucketLifecycleConfiguration: bucketConfig.GetBucketLifecycleConfiguration,
   GetBucketTagging: bucketConfig.GetBucketTagging,
   ListObjects,

@@ -18,6 +18,7 @@ import { accessFor, type Denial } from './access.js';
 import { requiredAccess } from './actions.js';
 import { resolveTarget } from './addressing.js';
 import { payloadFactory, type RequestContext, type Services } from './context.js';
+import { actualRequestHeaders, preflight } from './cors.js';
 import { detectOperation } from './detect.js';
 import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
@@ -114,6 +115,15 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
       outcome.response.headers['x-amz-request-id'] = requestId;
       return outcome;
     }
+    if (req.method === 'OPTIONS') {
+      // A CORS preflight: browsers send it unsigned, so it is answered from the bucket's rules before auth.
+      const target = resolveTarget(rawPath, req.headers.host, options.domain);
+      outcome.bucket = target.bucket;
+      outcome.key = target.key;
+      outcome.response = await preflight(services.backend, target.bucket, req.headers);
+      outcome.response.headers['x-amz-request-id'] = requestId;
+      return outcome;
+    }
     // Session credentials (x-amz-security-token) wait for the state store; static keys do not.
     const session = req.verified ? undefined : sessionRequest(options.lookup, req.headers, rawQuery);
     const lookup = session ? await withSession(options.lookup, services.state, session) : options.lookup;
@@ -164,6 +174,9 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     }
     outcome.error = err;
     outcome.response = errorResponse(err, requestId, rawPath, req.method);
+  }
+  if (req.headers.origin !== undefined && req.method !== 'OPTIONS') {
+    Object.assign(outcome.response.headers, await actualRequestHeaders(services.backend, outcome.bucket, req.method, req.headers));
   }
   outcome.response.headers['x-amz-request-id'] = requestId;
   return outcome;

@@ -16,6 +16,8 @@ export const OPERATIONS = [
   'GetBucketVersioning',
   'GetBucketPolicy',
   'GetBucketCors',
+  'PutBucketCors',
+  'DeleteBucketCors',
   'GetBucketLifecycleConfiguration',
   'GetBucketTagging',
   'ListObjects',

@@ -9,6 +9,9 @@ export const S3_ERRORS = {
   AccessDenied: [403, 'Access Denied'],
   AuthorizationHeaderMalformed: [400, 'The authorization header is malformed.'],
   AuthorizationQueryParametersError: [400, 'Error parsing the X-Amz-Credential parameter.'],
+  // CORS preflights (https://docs.aws.amazon.com/AmazonS3/latest/API/RESTOPTIONSobject.html).
+  AccessForbidden: [403, 'CORSResponse: This CORS request is not allowed.'],
+  BadRequest: [400, 'Insufficient information. Origin request header needed.'],
   BadDigest: [400, 'The Content-MD5 or checksum value that you specified did not match what the server received.'],
   BucketAlreadyExists: [409, 'The requested bucket name is not available.'],
   BucketAlreadyOwnedByYou: [409, 'Your previous request to create the named bucket succeeded and you already own it.'],

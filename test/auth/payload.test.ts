@@ -100,8 +100,8 @@ describe('payload: plain bodies', () => {
     expect(err.message).toBe(`The ${algorithm.toUpperCase()} you specified did not match the calculated checksum.`);
   });
 
-  it('checksum headers: malformed, several, or disagreeing with x-amz-sdk-checksum-algorithm → InvalidRequest up front', () => {
-    expectThrows(() => validatePayloadHeaders({ 'x-amz-checksum-crc32': 'zzz' }, UNSIGNED), 'InvalidRequest');
+  it('checksum headers: malformed → BadDigest (no body can match it); several, or disagreeing with x-amz-sdk-checksum-algorithm → InvalidRequest; all up front', () => {
+    expectThrows(() => validatePayloadHeaders({ 'x-amz-checksum-crc32': 'zzz' }, UNSIGNED), 'BadDigest');
     expectThrows(() => validatePayloadHeaders({ 'x-amz-checksum-crc32': 'DUoRhQ==', 'x-amz-checksum-crc32c': 'AAAAAA==' }, UNSIGNED), 'InvalidRequest');
     expectThrows(() => validatePayloadHeaders({ 'x-amz-checksum-crc32': 'DUoRhQ==', 'x-amz-sdk-checksum-algorithm': 'SHA256' }, UNSIGNED), 'InvalidRequest');
     validatePayloadHeaders({ 'x-amz-checksum-crc32': 'DUoRhQ==', 'x-amz-sdk-checksum-algorithm': 'CRC32', 'x-amz-checksum-type': 'FULL_OBJECT' }, UNSIGNED);
@@ -165,13 +165,13 @@ describe('payload: aws-chunked bodies', () => {
     expect(r.payload.digest()).toEqual({ sha256: sha256(data), size: data.length, checksum: { algorithm, value: Buffer.from(checksumB64(algorithm, data), 'base64') } });
   });
 
-  it('trailer checksum mismatch → BadDigest; missing trailer → IncompleteBody; malformed → InvalidRequest', async () => {
+  it('trailer checksum mismatch or malformed → BadDigest; missing trailer → IncompleteBody', async () => {
     const wrong = encodeChunked(data, 1024, { trailers: `x-amz-checksum-crc32:${checksumB64('crc32', BODY)}\r\n` });
     await expectFailure(wrong, { auth: unsignedTrailer, headers: sdkHeaders() }, 'BadDigest', /CRC32/);
     const missing = encodeChunked(data, 1024);
     await expectFailure(missing, { auth: unsignedTrailer, headers: sdkHeaders() }, 'IncompleteBody');
     const malformed = encodeChunked(data, 1024, { trailers: 'x-amz-checksum-crc32:!!\r\n' });
-    await expectFailure(malformed, { auth: unsignedTrailer, headers: sdkHeaders() }, 'InvalidRequest');
+    await expectFailure(malformed, { auth: unsignedTrailer, headers: sdkHeaders() }, 'BadDigest');
   });
 
   it('decoded length must equal x-amz-decoded-content-length, which is required', async () => {

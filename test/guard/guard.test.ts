@@ -90,9 +90,23 @@ describe('guard: agents under the default policy (require)', () => {
     expect(await g.outcome(null, { ifMatch: [V1] }, { early: true, agent: undefined })).toMatchObject({ refused: 'no-such-key' });
   });
 
-  it('an ETag in If-None-Match → not-implemented, for people too', async () => {
+  it('an ETag in If-None-Match, for people: refused when current, else committed under it', async () => {
     const g = await setup();
-    expect(await g.outcome(V1, { ifNoneMatch: [V1] }, { agent: undefined })).toMatchObject({ refused: 'not-implemented' });
+    expect(await g.outcome(V1, { ifNoneMatch: [V1] }, { agent: undefined, early: true })).toMatchObject({ refused: 'precondition-failed', current: V1 });
+    expect(await g.outcome(V1, { ifNoneMatch: [V2] }, { agent: undefined })).toMatchObject({ permit: { type: 'if-none-match', etags: [V2] } });
+  });
+
+  it('an ETag in If-None-Match, for agents: create-only without a read, else only over the version read whole', async () => {
+    const g = await setup();
+    // Naming a version not to replace is not a read of the one replaced.
+    expect(await g.outcome(V1, { ifNoneMatch: [V2] })).toMatchObject({ permit: { type: 'if-none-match' } });
+    expect(await g.outcome(V1, { ifNoneMatch: [V2] }, { early: true })).toMatchObject({ refused: 'not-read', current: V1 });
+    await g.readFull(V1);
+    expect(await g.outcome(V1, { ifNoneMatch: [V2] })).toMatchObject({ permit: { type: 'if-match', etags: [V1] } });
+    expect(await g.outcome(V1, { ifNoneMatch: [V1] })).toMatchObject({ refused: 'precondition-failed', current: V1 });
+    const partial = await setup();
+    await partial.readPart(V1);
+    expect(await partial.outcome(V1, { ifNoneMatch: [V2] })).toMatchObject({ refused: 'partial-read', current: V1 });
   });
 });
 

@@ -48,8 +48,12 @@ describe('evaluateWrite: S3 conditional writes', () => {
     ['If-Match * missing', null, { ifMatch: '*' }, 'no-such-key'],
     ['If-None-Match * missing', null, { ifNoneMatch: '*' }, 'ok:if-none-match'],
     ['If-None-Match * exists', current, { ifNoneMatch: '*' }, 'precondition-failed'],
-    ['If-None-Match with an ETag', current, { ifNoneMatch: [A] }, 'not-implemented'],
-    ['If-None-Match with an ETag, missing', null, { ifNoneMatch: [B] }, 'not-implemented'],
+    // Honoured as Ceph RGW and MinIO do (AWS answers 501; DESIGN §3).
+    ['If-None-Match the current ETag', current, { ifNoneMatch: [A] }, 'precondition-failed'],
+    ['If-None-Match the current ETag, -1 form', current, { ifNoneMatch: [`${A}-1`] }, 'precondition-failed'],
+    ['If-None-Match another ETag', current, { ifNoneMatch: [B] }, 'ok:if-none-match'],
+    ['If-None-Match a list naming the current ETag', current, { ifNoneMatch: [B, A] }, 'precondition-failed'],
+    ['If-None-Match an ETag, missing', null, { ifNoneMatch: [B] }, 'ok:if-none-match'],
   ];
   const sized = { ...current, size: 10 };
   const deletes: Array<[string, typeof sized | null, WriteConditions, string]> = [
@@ -69,6 +73,11 @@ describe('evaluateWrite: S3 conditional writes', () => {
   it.each(table)('%s', (_name, cur, conditions, expected) => {
     const v = evaluateWrite(cur, conditions);
     expect(v.ok ? `ok:${v.condition.type}` : v.failure).toBe(expected);
+  });
+
+  it('If-None-Match with ETags commits under those ETags, both forms, not as create-only', () => {
+    const v = evaluateWrite(current, { ifNoneMatch: [`${B}-1`] });
+    expect(v.ok && v.condition).toEqual({ type: 'if-none-match', etags: [`${B}-1`, B] });
   });
 
   it('expands the -1 form to both stored forms for the atomic commit', () => {

@@ -76,9 +76,9 @@ describe('ListObjectVersions', () => {
   it('encodes keys, prefixes and markers as AWS does with encoding-type=url', async () => {
     const r = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?versions&encoding-type=url&prefix=sp%20ace&key-marker=sp%20ace%2Bplus%2F`, headers: {} });
     expect(r.status).toBe(200);
-    expect(r.body).toContain('<Key>sp+ace%2Bplus/%C3%A9.txt</Key>');
-    expect(r.body).toContain('<Prefix>sp+ace</Prefix>');
-    expect(r.body).toContain('<KeyMarker>sp+ace%2Bplus/</KeyMarker>');
+    expect(r.body).toContain('<Key>sp%20ace%2Bplus/%C3%A9.txt</Key>');
+    expect(r.body).toContain('<Prefix>sp%20ace</Prefix>');
+    expect(r.body).toContain('<KeyMarker>sp%20ace%2Bplus/</KeyMarker>');
     expect(r.body).toContain('<EncodingType>url</EncodingType>');
   });
 

@@ -1,8 +1,8 @@
 /**
  * Smaller differences from AWS S3 that clients notice (issue 10 item 7):
- * - encoding-type=url listings encode as AWS does (`/` kept, space as `+`,
- *   everything else %XX) in keys, Prefix, Delimiter, StartAfter, Marker /
- *   NextMarker and common prefixes, v1 and v2 — and boto3, which always asks
+ * - encoding-type=url listings encode as AWS does (`/` kept, space as `%20`,
+ *   everything else %XX) in keys, v2's Prefix, Delimiter, StartAfter, v1's
+ *   Marker / NextMarker (not v1's top-level Prefix) and common prefixes — and boto3, which always asks
  *   for it and decodes with unquote_plus, gets every key back exactly;
  * - ?partNumber= past the object's part count is 400 InvalidPartNumber;
  * - a part uploaded twice concurrently: the upload that finishes last is the
@@ -31,29 +31,31 @@ describe('encoding-type=url', () => {
     const all = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?list-type=2&encoding-type=url` });
     expect(all.status).toBe(200);
     expect([...all.body.matchAll(/<Key>([^<]*)<\/Key>/g)].map((m) => m[1])).toEqual([
-      'a+b/c%2Bd.txt',
-      'a+b/e%25f%281%29.txt',
+      'a%20b/c%2Bd.txt',
+      'a%20b/e%25f%281%29.txt',
       'plain/x',
       '%C3%A9/%C3%BC%7E*%21.txt',
     ]);
     const q = new URLSearchParams({ 'list-type': '2', 'encoding-type': 'url', prefix: 'a b/', delimiter: '.', 'start-after': 'a b/c' });
     const some = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?${q.toString().replace(/\+/g, '%20')}` });
     expect(some.status).toBe(200);
-    expect(some.body).toContain('<Prefix>a+b/</Prefix>');
+    expect(some.body).toContain('<Prefix>a%20b/</Prefix>');
     expect(some.body).toContain('<Delimiter>.</Delimiter>');
-    expect(some.body).toContain('<StartAfter>a+b/c</StartAfter>');
-    expect([...some.body.matchAll(/<CommonPrefixes><Prefix>([^<]*)<\/Prefix><\/CommonPrefixes>/g)].map((m) => m[1])).toEqual(['a+b/c%2Bd.', 'a+b/e%25f%281%29.']);
+    expect(some.body).toContain('<StartAfter>a%20b/c</StartAfter>');
+    expect([...some.body.matchAll(/<CommonPrefixes><Prefix>([^<]*)<\/Prefix><\/CommonPrefixes>/g)].map((m) => m[1])).toEqual(['a%20b/c%2Bd.', 'a%20b/e%25f%281%29.']);
   });
 
-  it('ListObjects (v1) encodes Marker and NextMarker too', async () => {
+  it('ListObjects (v1) encodes Marker and NextMarker too, but answers its top-level Prefix as sent', async () => {
     const q = new URLSearchParams({ 'encoding-type': 'url', delimiter: '/', marker: 'a b/', 'max-keys': '1' });
     const r = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?${q.toString().replace(/\+/g, '%20')}` });
     expect(r.status).toBe(200);
-    expect(r.body).toContain('<Marker>a+b/</Marker>');
+    expect(r.body).toContain('<Marker>a%20b/</Marker>');
     expect(r.body).toContain('<NextMarker>plain/</NextMarker>');
     expect(r.body).toContain('<IsTruncated>true</IsTruncated>');
     const next = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?encoding-type=url&delimiter=%2F&marker=plain%2F` });
     expect(next.body).toContain('<Prefix>%C3%A9/</Prefix>');
+    const prefixed = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}?encoding-type=url&prefix=a%20b%2F%0A` });
+    expect(prefixed.body).toContain('<Prefix>a b/\n</Prefix>');
   });
 
   const haveBoto3 = need('boto3 (python3)', hasPythonModule('boto3'));

@@ -61,6 +61,24 @@ describe('Expect', () => {
   });
 });
 
+describe('Content-Encoding naming aws-chunked beside a literal payload hash', () => {
+  it('frames nothing: the body is stored as sent and aws-chunked is dropped from the stored Content-Encoding, as AWS does', async () => {
+    const cases: Array<[string, string | undefined]> = [
+      ['gzip, aws-chunked', 'gzip'],
+      ['aws-chunked, gzip', 'gzip'],
+      ['aws-chunked', undefined],
+      ['deflate, gzip', 'deflate, gzip'],
+    ];
+    for (const [sent, stored] of cases) {
+      // The JS SDK signs a Buffer body with its literal SHA-256.
+      const put = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'encoded', Body: Buffer.from('plain bytes'), ContentEncoding: sent }));
+      expect(put.ETag, sent).toBe(etagOf('plain bytes'));
+      const head = await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'encoded' }));
+      expect([sent, head.ContentEncoding, head.ContentLength]).toEqual([sent, stored, 11]);
+    }
+  });
+});
+
 describe('Transfer-Encoding: chunked without Content-Length', () => {
   const pieces = [randomBytes(70_000), randomBytes(1), randomBytes(40_000)];
   const whole = Buffer.concat(pieces);

@@ -15,6 +15,7 @@ import type { Database, Statement } from '../../sqlite.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import type { BucketInfo } from '../types.js';
 import { validateBucketName } from '../../vocabulary/names.js';
+import type { CorsRule } from '../../vocabulary/cors.js';
 
 interface BucketRow {
   name: string;
@@ -31,12 +32,16 @@ export class Buckets {
   private readonly dropParts: Statement<[string]>;
   private readonly dropUploads: Statement<[string]>;
   private readonly deleteBucket: (name: string) => string[];
+  private readonly selectCors: Statement<[string], { cors: string | null }>;
+  private readonly updateCors: Statement<[string | null, string]>;
 
   constructor(db: Database) {
     this.selectAll = db.prepare('SELECT name, created FROM buckets ORDER BY name');
     this.selectOne = db.prepare('SELECT name, created FROM buckets WHERE name = ?');
     this.insert = db.prepare('INSERT OR IGNORE INTO buckets (name, created) VALUES (?, ?)');
     this.remove = db.prepare('DELETE FROM buckets WHERE name = ?');
+    this.selectCors = db.prepare('SELECT cors FROM buckets WHERE name = ?');
+    this.updateCors = db.prepare('UPDATE buckets SET cors = ? WHERE name = ?');
     this.hasObjects = db.prepare('SELECT 1 FROM objects WHERE bucket = ? LIMIT 1');
     const ofBucket = 'SELECT upload_id FROM uploads WHERE bucket = ?';
     this.uploadBlobs = db.prepare(`SELECT blob FROM parts WHERE upload_id IN (${ofBucket})`);
@@ -69,6 +74,18 @@ export class Buckets {
   /** Deletes the bucket and aborts its uploads; resolves the part blobs to condemn once committed. */
   delete(name: string): string[] {
     return this.deleteBucket(name);
+  }
+
+  /** The bucket's CORS rules; null when it has none. */
+  cors(name: string): CorsRule[] | null {
+    const row = this.selectCors.get(name);
+    if (row === undefined) throw new S3Error('NoSuchBucket', { fields: { BucketName: name } });
+    return row.cors === null ? null : (JSON.parse(row.cors) as CorsRule[]);
+  }
+
+  /** Replaces the bucket's CORS rules (null: deletes them). */
+  setCors(name: string, rules: CorsRule[] | null): void {
+    if (this.updateCors.run(rules === null ? null : JSON.stringify(rules), name).changes === 0) throw new S3Error('NoSuchBucket', { fields: { BucketName: name } });
   }
 
   /** Throws NoSuchBucket unless the bucket exists. Safe inside a transaction. */

@@ -52,6 +52,7 @@ import type {
 } from '../types.js';
 import { BlobStore } from './blobs.js';
 import { Buckets } from './buckets.js';
+import type { CorsRule } from '../../vocabulary/cors.js';
 import { WalDurability } from './durability.js';
 import { Multipart } from './multipart.js';
 import { Objects } from './objects.js';
@@ -147,6 +148,14 @@ export class FsBackend implements Backend {
     const outcome = this.parts.buckets.create(bucket);
     if (outcome === 'created') this.parts.durability.committed();
     return outcome;
+  }
+
+  async getBucketCors(bucket: string): Promise<CorsRule[] | null> {
+    return this.parts.buckets.cors(bucket);
+  }
+
+  async putBucketCors(bucket: string, rules: CorsRule[] | null): Promise<void> {
+    this.parts.buckets.setCors(bucket, rules);
   }
 
   async headBucket(bucket: string): Promise<BucketInfo> {

@@ -44,6 +44,9 @@
  * would land after `body`, and reading it would walk an inline body's overflow
  * pages); `uploads.checksum` (`<algorithm> <type>`) and `parts.checksum`
  * (`<algorithm> <base64>`) are added in place.
+ *
+ * Migration 3 (CORS): `buckets.cors`, the bucket's CORS rules as JSON
+ * (vocabulary/cors.ts), NULL when it has none.
  */
 import { isBusy, openSqlite, type Database } from '../../sqlite.js';
 
@@ -124,6 +127,9 @@ const MIGRATIONS: readonly string[] = [
   CREATE UNIQUE INDEX objects_by_key ON objects (bucket, key);
   ALTER TABLE uploads ADD COLUMN checksum TEXT;
   ALTER TABLE parts ADD COLUMN checksum TEXT;
+  `,
+  `
+  ALTER TABLE buckets ADD COLUMN cors TEXT;
   `,
 ];
 

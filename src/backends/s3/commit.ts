@@ -6,7 +6,11 @@
  * 'if-match' casket ETags → the current version's upstream ETag (it must
  * carry one of those casket ETags: the version this process last saw of the
  * key, else a HEAD — versions.ts) is sent as `If-Match` (quoted or not, as
- * the upstream matches it); 'if-none-match' → `If-None-Match: *`. A refusal
+ * the upstream matches it); 'if-none-match' → `If-None-Match: *`; and
+ * 'if-none-match' with ETags (If-None-Match: "etag", which AWS does not
+ * offer, so no upstream is asked for it) → a look at the current version,
+ * then the write pinned to that version: `If-Match` on its upstream ETag, or
+ * `If-None-Match: *` when the key is absent. A refusal
  * (412, 409 ConditionalRequestConflict, 404 NoSuchKey on If-Match) is
  * re-evaluated against a fresh HEAD: the same casket ETag under a new
  * upstream ETag is retried, anything else throws ConditionFailed with the
@@ -79,6 +83,9 @@ export class Committer {
     // caller learns what the write would have made, to say so in the 412.
     const failed = (current: UpstreamObject | null) => new ConditionFailed(current?.info ?? null, isDelete ? null : (newETag ?? undefined));
     const holds = (current: UpstreamObject | null): boolean => conditionHolds(condition, current?.info.etag ?? null, current?.info);
+    // If-None-Match: "etag" holds for many versions: it is made atomic by
+    // pinning the version looked at, and a refusal is only a reason to look again.
+    const notThese = condition.type === 'if-none-match' && condition.etags !== undefined;
 
     return this.lock.run(`${bucket}\0${key}`, byUpstream ? 'shared' : 'exclusive', async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -87,7 +94,7 @@ export class Committer {
         // seen here (a stale one is refused upstream, then looked at).
         const seen = attempt === 0 && condition.type === 'if-match' && byUpstream && !isDelete ? this.versions.lastSeenOf(bucket, key) : undefined;
         const hinted = seen !== undefined && holds(seen);
-        const look = !hinted && (condition.type === 'if-match' || !byUpstream || isDelete);
+        const look = !hinted && (condition.type === 'if-match' || notThese || !byUpstream || isDelete);
         const current = hinted ? seen : look ? await this.versions.current(bucket, key) : null;
         if (look) {
           if (!holds(current)) throw failed(current);
@@ -97,14 +104,17 @@ export class Committer {
         // A size condition goes upstream as If-Match on the version just
         // looked at: its upstream ETag pins its bytes, hence its size.
         if (byUpstream && (condition.type === 'if-match' || pinned)) headers['if-match'] = formatFor(form, current!.upstreamETag);
-        if (byUpstream && condition.type === 'if-none-match') headers['if-none-match'] = '*';
+        if (byUpstream && notThese) {
+          if (current) headers['if-match'] = formatFor(form, current.upstreamETag);
+          else headers['if-none-match'] = '*';
+        } else if (byUpstream && condition.type === 'if-none-match') headers['if-none-match'] = '*';
         const result = await write(headers, current);
         if (result !== REFUSED) return result;
         this.versions.unseen(bucket, key);
         // Let a concurrent writer finish before looking again (a stale hint needs no wait: look now).
         if (!hinted) await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * (attempt + 1)));
         // Refused upstream: something changed since we looked. Look again.
-        if (condition.type === 'if-none-match') {
+        if (condition.type === 'if-none-match' && !notThese) {
           const now = await this.versions.current(bucket, key);
           if (now === null) continue;
           throw failed(now);
@@ -138,6 +148,12 @@ export class Committer {
     }
     if (condition.type === 'none') return true;
     const ifMatch = condition.type === 'if-match';
+    if (condition.type === 'if-none-match' && condition.etags !== undefined) {
+      // Pinned to the version looked at: If-Match on it, or If-None-Match: * (see the file comment).
+      if (kind === 'PutObject') return caps.ifMatchPut !== false && caps.ifNoneMatchPut;
+      if (kind === 'CompleteMultipartUpload') return caps.ifMatchComplete && caps.ifNoneMatchComplete;
+      return false;
+    }
     switch (kind) {
       case 'PutObject':
         return ifMatch ? caps.ifMatchPut !== false : caps.ifNoneMatchPut;

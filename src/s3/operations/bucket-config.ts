@@ -1,8 +1,8 @@
 /**
  * The side calls clients make that must not break them (CLIENTS.md: s3cmd
  * `info` reads ?policy, ?cors, ?acl; `cp` reads and writes ?acl). casket
- * buckets and objects are private, unversioned, with no policy, CORS,
- * lifecycle or tags: the reads answer that in S3's own words, and a write that
+ * buckets and objects are private, unversioned, with no policy,
+ * lifecycle or tags (CORS: bucket-cors.ts): the reads answer that in S3's own words, and a write that
  * asks for anything but private is refused with 501 rather than ignored.
  */
 import { S3Error } from '../../vocabulary/errors.js';
@@ -63,7 +63,7 @@ export const GetBucketVersioning: Handler = async (ctx, { backend }) => {
   return xmlResponse('VersioningConfiguration', {});
 };
 
-function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchCORSConfiguration' | 'NoSuchLifecycleConfiguration' | 'NoSuchTagSet'): Handler {
+function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchLifecycleConfiguration' | 'NoSuchTagSet'): Handler {
   return async (ctx, { backend }) => {
     const bucket = requireBucket(ctx);
     await backend.headBucket(bucket);
@@ -72,6 +72,5 @@ function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchCORSConfiguration' | 'NoSuch
 }
 
 export const GetBucketPolicy = noSuch('NoSuchBucketPolicy');
-export const GetBucketCors = noSuch('NoSuchCORSConfiguration');
 export const GetBucketLifecycleConfiguration = noSuch('NoSuchLifecycleConfiguration');
 export const GetBucketTagging = noSuch('NoSuchTagSet');

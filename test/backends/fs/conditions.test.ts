@@ -49,6 +49,11 @@ const TABLE: Array<[string, State, Expected, CommitCondition]> = [
   ['if-match [CURRENT uppercased]', 'unlisted', 'fail', { type: 'if-match', etags: [CURRENT_ETAG.toUpperCase()] }],
   ['if-none-match', 'absent', 'write', { type: 'if-none-match' }],
   ['if-none-match', 'listed', 'fail', { type: 'if-none-match' }],
+  // If-None-Match: "etag" (as Ceph RGW and MinIO honour it; DESIGN §3).
+  ['if-none-match [current]', 'listed', 'fail', { type: 'if-none-match', etags: [CURRENT_ETAG] }],
+  ['if-none-match [other, current]', 'listed', 'fail', { type: 'if-none-match', etags: [OTHER_ETAG, CURRENT_ETAG] }],
+  ['if-none-match [other]', 'unlisted', 'write', { type: 'if-none-match', etags: [OTHER_ETAG] }],
+  ['if-none-match [other]', 'absent', 'write', { type: 'if-none-match', etags: [OTHER_ETAG] }],
 ];
 
 async function prepare(state: State): Promise<ObjectInfo | null> {
