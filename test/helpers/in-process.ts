@@ -20,17 +20,20 @@ export interface InProcessCasket {
   casket: Casket;
   admin: Cred;
   agents: Record<string, Cred>;
+  /** Keys bound to no agent and not admin (a person's, a service's). */
+  keys: Record<string, Cred>;
   stop(): Promise<void>;
 }
 
 const key = (): Cred => ({ accessKeyId: `AK${randomBytes(8).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(20).toString('hex') });
 
 /** `flags`: casket's own options by their config names (guard, agentWrites, state, …), as strings. */
-export async function startInProcess(options: { agents?: string[]; flags?: Record<string, string> } = {}): Promise<InProcessCasket> {
+export async function startInProcess(options: { agents?: string[]; keys?: string[]; flags?: Record<string, string> } = {}): Promise<InProcessCasket> {
   const dataDir = mkdtempSync(join(tmpdir(), 'casket-core-'));
   const admin = key();
   const agents = Object.fromEntries((options.agents ?? []).map((a) => [a, key()]));
-  const credentials: Credential[] = [{ ...admin, admin: true }, ...Object.entries(agents).map(([agent, c]) => ({ ...c, agent }))];
+  const keys = Object.fromEntries((options.keys ?? []).map((name) => [name, key()]));
+  const credentials: Credential[] = [{ ...admin, admin: true }, ...Object.entries(agents).map(([agent, c]) => ({ ...c, agent })), ...Object.values(keys)];
   const config = buildConfig({ listen: '127.0.0.1:0', dataDir, state: 'memory', fsync: 'false', logLevel: 'silent', ...options.flags });
   const casket = await startCasket(config, credentials);
   return {
@@ -38,6 +41,7 @@ export async function startInProcess(options: { agents?: string[]; flags?: Recor
     casket,
     admin,
     agents,
+    keys,
     async stop() {
       await casket.close();
       rmSync(dataDir, { recursive: true, force: true });
