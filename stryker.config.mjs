@@ -37,6 +37,8 @@ export default {
   reporters: ['clear-text', 'progress-append-only', 'json'],
   jsonReporter: { fileName: '.stryker/reports/mutation.json' },
   tempDirName: '.stryker/tmp',
+  // The sandbox is a copy of the repo: not the build, nor other runs' files.
+  ignorePatterns: ['dist', '.stryker', 'casket-data'],
   cleanTempDir: 'always',
   thresholds: { high: 90, low: 80, break: null },
 };
