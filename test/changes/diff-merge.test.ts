@@ -57,11 +57,12 @@ describe('diffVersions', () => {
   });
 
   it('the budget is work, not time: the same two versions always get the same answer', () => {
-    // 1,500 lines against 1,500 others (3,000 edits) fit the budget; 2,600
-    // against 2,600 (5,200 edits, over the 3,846 allowed at that size) do not.
+    // 1,500 lines against 1,500 others (3,000 edits) fit the budget; 2,400
+    // against 2,400 (4,800 edits, under the 5,000 cap but over the 4,166
+    // that work allows at that size) do not.
     const rows = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} ${i}`).join('\n') + '\n';
     const fits = () => diffVersions('k', { etag: 'e1', content: Buffer.from(rows(1500, 'a')) }, { etag: 'e2', content: Buffer.from(rows(1500, 'b')) }, 1 << 20);
-    const over = () => diffVersions('k', { etag: 'e1', content: Buffer.from(rows(2600, 'a')) }, { etag: 'e2', content: Buffer.from(rows(2600, 'b')) }, 1 << 20);
+    const over = () => diffVersions('k', { etag: 'e1', content: Buffer.from(rows(2400, 'a')) }, { etag: 'e2', content: Buffer.from(rows(2400, 'b')) }, 1 << 20);
     for (let i = 0; i < 2; i++) {
       const shown = fits();
       expect(shown.body).not.toContain('differ too much');
@@ -69,7 +70,7 @@ describe('diffVersions', () => {
       expect(over().body).toContain('# casket: the versions differ too much to show a diff');
     }
     expect(editLengthBudget(3000)).toBe(5000);
-    expect(editLengthBudget(5200)).toBe(3846);
+    expect(editLengthBudget(4800)).toBe(4166);
   });
 
   it('binary past the budget: one changed range covering both versions', () => {
