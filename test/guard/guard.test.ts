@@ -110,6 +110,12 @@ describe('guard: read-stamp policy', () => {
     await g.readPart(V2);
     expect(await g.outcome(V2, {})).toMatchObject({ refused: 'partial-read', current: V2 });
   });
+
+  it('a partial read of a version that is no longer current is a stale read, naming what was read', async () => {
+    const g = await setup({ agentWrites: 'read-stamp' });
+    await g.readPart(V1);
+    expect(await g.outcome(V2, {})).toMatchObject({ refused: 'stale-read', current: V2, lastSeen: V1 });
+  });
 });
 
 describe('guard: modes', () => {
