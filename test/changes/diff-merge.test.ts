@@ -31,6 +31,16 @@ describe('mergeText', () => {
     expect(mergeText(base, edited, edited, labels).clean).toBe(false);
   });
 
+  it('a conflict on a last line without a line end still ends with the closing marker on a line of its own', () => {
+    const m = mergeText('a\nb\nc', 'a\nb\nC by sent', 'a\nb\nC by current', labels);
+    expect(m).toEqual({ clean: false, text: 'a\nb\n<<<<<<< current\nC by current\n=======\nC by sent\n>>>>>>> sent\n' });
+  });
+
+  it('an empty base: both sides adding text conflict; one side adding it merges clean', () => {
+    expect(mergeText('', 'sent\n', '', labels)).toEqual({ clean: true, text: 'sent\n' });
+    expect(mergeText('', 'sent\n', 'current\n', labels).clean).toBe(false);
+  });
+
   it('keeps CRLF line ends and a last line without one', () => {
     const b = 'a\r\nb\r\nc\r\nd\r\ne\r\nf';
     const m = mergeText(b, b.replace('f', 'F'), b.replace('a\r\n', 'A\r\n'), labels);
