@@ -8,8 +8,9 @@
  * Either is cut at `maxBytes` with a note saying so.
  *
  * The diffs are jsdiff's (`diff` on npm, the library most JavaScript diff
- * tools build on), bounded by an edit-length limit so two unrelated large
- * versions cannot hold the event loop; past it, the answer says "rewritten".
+ * tools build on), bounded by a work budget (not a time limit) so two
+ * unrelated large versions cannot hold the event loop; past it, the answer
+ * says they differ too much.
  */
 import { createTwoFilesPatch, diffArrays } from 'diff';
 import { writtenBy } from '../vocabulary/writer.js';
@@ -31,12 +32,30 @@ export interface RenderedDiff {
 }
 
 /**
- * Past this many differing lines (or bytes, for binary), or this long, jsdiff
- * gives up: the versions are too far apart to show, and the diff must not
- * hold the event loop (measured: 4,000 changed lines take ~1 s).
+ * The most work one diff may do, so that it cannot hold the event loop and
+ * the same two versions always get the same answer, however busy the
+ * machine: jsdiff's Myers diff does about (N + M) × D steps for N and M
+ * tokens (lines of text, bytes of binary) and D differing tokens, so D is
+ * capped at what the budget allows for the sizes at hand. Past the cap the
+ * answer says the versions differ too much ("rewritten" for binary).
+ * Measured on two busy cores: the costliest diffs the budget allows (2,000
+ * lines against 2,000 others; repetitive lines) take 0.3–0.6 s, and a diff
+ * past it is refused in well under that.
  */
 const MAX_EDIT_LENGTH = 5_000;
-const TIMEOUT_MS = 300;
+const WORK_BUDGET = 20_000_000;
+
+/** The largest edit length (D) a diff of `tokens` tokens in all may explore. */
+export function editLengthBudget(tokens: number): number {
+  return Math.min(MAX_EDIT_LENGTH, Math.floor(WORK_BUDGET / Math.max(tokens, 1)));
+}
+
+/** Lines as jsdiff counts them: every line end, and a last line without one. */
+function lineCount(text: string): number {
+  let n = 0;
+  for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) n++;
+  return text.length > 0 && !text.endsWith('\n') ? n + 1 : n;
+}
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -65,7 +84,7 @@ export function diffVersions(key: string, from: Version, to: Version, maxBytes: 
 }
 
 function unified(key: string, from: Version, to: Version, a: string, b: string, maxBytes: number): RenderedDiff {
-  const patch = createTwoFilesPatch(`a/${key}`, `b/${key}`, a, b, label(from), label(to), { context: 3, maxEditLength: MAX_EDIT_LENGTH, timeout: TIMEOUT_MS });
+  const patch = createTwoFilesPatch(`a/${key}`, `b/${key}`, a, b, label(from), label(to), { context: 3, maxEditLength: editLengthBudget(lineCount(a) + lineCount(b)) });
   const body = patch ?? `--- a/${key}\t${label(from)}\n+++ b/${key}\t${label(to)}\n# casket: the versions differ too much to show a diff; read the object instead.\n`;
   if (Buffer.byteLength(body) <= maxBytes) return { contentType: 'text/x-diff; charset=utf-8', body, truncated: false };
   // Cut at a line end within the budget, so every line shown is whole.
@@ -87,7 +106,7 @@ interface ByteChange {
 
 function binary(from: Version, to: Version, a: Buffer, b: Buffer, maxBytes: number): RenderedDiff {
   const changes: ByteChange[] = [];
-  const parts = diffArrays([...a], [...b], { maxEditLength: MAX_EDIT_LENGTH, timeout: TIMEOUT_MS });
+  const parts = diffArrays([...a], [...b], { maxEditLength: editLengthBudget(a.length + b.length) });
   if (parts === undefined) {
     changes.push({ from: [0, a.length], to: [0, b.length] });
   } else {

@@ -4,7 +4,7 @@
  * conflicting outcomes.
  */
 import { describe, expect, it } from 'vitest';
-import { diffVersions, isText } from '../../src/changes/diff.js';
+import { diffVersions, editLengthBudget, isText } from '../../src/changes/diff.js';
 import { mergeText } from '../../src/changes/merge.js';
 
 const base = Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n') + '\n';
@@ -29,6 +29,16 @@ describe('mergeText', () => {
   it('the same edit made twice is a conflict, not a silent success', () => {
     const edited = base.replace('line 5\n', 'same\n');
     expect(mergeText(base, edited, edited, labels).clean).toBe(false);
+  });
+
+  it('a conflict on a last line without a line end still ends with the closing marker on a line of its own', () => {
+    const m = mergeText('a\nb\nc', 'a\nb\nC by sent', 'a\nb\nC by current', labels);
+    expect(m).toEqual({ clean: false, text: 'a\nb\n<<<<<<< current\nC by current\n=======\nC by sent\n>>>>>>> sent\n' });
+  });
+
+  it('an empty base: both sides adding text conflict; one side adding it merges clean', () => {
+    expect(mergeText('', 'sent\n', '', labels)).toEqual({ clean: true, text: 'sent\n' });
+    expect(mergeText('', 'sent\n', 'current\n', labels).clean).toBe(false);
   });
 
   it('keeps CRLF line ends and a last line without one', () => {
@@ -63,6 +73,29 @@ describe('diffVersions', () => {
     expect(d.truncated).toBe(true);
     expect(Buffer.byteLength(d.body)).toBeLessThan(1200);
     expect(d.body).toMatch(/\n# casket: diff cut at 1000 bytes/);
+  });
+
+  it('the budget is work, not time: the same two versions always get the same answer', () => {
+    // 1,500 lines against 1,500 others (3,000 edits) fit the budget; 2,400
+    // against 2,400 (4,800 edits, under the 5,000 cap but over the 4,166
+    // that work allows at that size) do not.
+    const rows = (n: number, tag: string) => Array.from({ length: n }, (_, i) => `${tag} ${i}`).join('\n') + '\n';
+    const fits = () => diffVersions('k', { etag: 'e1', content: Buffer.from(rows(1500, 'a')) }, { etag: 'e2', content: Buffer.from(rows(1500, 'b')) }, 1 << 20);
+    const over = () => diffVersions('k', { etag: 'e1', content: Buffer.from(rows(2400, 'a')) }, { etag: 'e2', content: Buffer.from(rows(2400, 'b')) }, 1 << 20);
+    for (let i = 0; i < 2; i++) {
+      const shown = fits();
+      expect(shown.body).not.toContain('differ too much');
+      expect(shown.body.split('\n').filter((l) => /^[-+][ab] /.test(l))).toHaveLength(3000);
+      expect(over().body).toContain('# casket: the versions differ too much to show a diff');
+    }
+    expect(editLengthBudget(3000)).toBe(5000);
+    expect(editLengthBudget(4800)).toBe(4166);
+  });
+
+  it('binary past the budget: one changed range covering both versions', () => {
+    const a = Buffer.alloc(100_000, 0);
+    const b = Buffer.alloc(100_000, 0xff);
+    expect(JSON.parse(diffVersions('x.bin', { etag: 'e1', content: a }, { etag: 'e2', content: b }, 65536).body).changes).toEqual([{ from: [0, 100_000], to: [0, 100_000] }]);
   });
 
   it('binary: sizes and the changed byte ranges as JSON', () => {

@@ -124,6 +124,12 @@ describe('guard: read-stamp policy', () => {
     await g.readPart(V2);
     expect(await g.outcome(V2, {})).toMatchObject({ refused: 'partial-read', current: V2 });
   });
+
+  it('a partial read of a version that is no longer current is a stale read, naming what was read', async () => {
+    const g = await setup({ agentWrites: 'read-stamp' });
+    await g.readPart(V1);
+    expect(await g.outcome(V2, {})).toMatchObject({ refused: 'stale-read', current: V2, lastSeen: V1 });
+  });
 });
 
 describe('guard: modes', () => {
@@ -162,5 +168,34 @@ describe('guard: conditional deletes on size and modification time', () => {
     expect([refusal.reason, refusal.details.condition]).toEqual(['precondition-failed', 'x-amz-if-match-size']);
     const person = guard.conflict('b', 'k', info(V2), { ifMatchLastModifiedTime: T });
     expect([person.reason, person.details.condition]).toEqual(['precondition-failed', 'x-amz-if-match-last-modified-time']);
+  });
+});
+
+describe('exact retries: made by this very call', () => {
+  // A write log whose newest entry for b/k is alice's call "inv-1", which made V1.
+  async function logged() {
+    const state = new MemoryStateStore();
+    const guard = new Guard(state, { mode: 'enforce', agentWrites: 'require' });
+    await state.appendWriteLog({ at: new Date(), bucket: 'b', key: 'k', operation: 'PutObject', agent: 'alice', accessKey: 'AKALICE', invocationId: 'inv-1', newETag: V1 });
+    return guard;
+  }
+
+  it('the same access key and invocation id, and the version it made still current: yes', async () => {
+    expect(await (await logged()).madeBy('b', 'k', info(V1), 'AKALICE', 'inv-1')).toBe(true);
+  });
+
+  it('another access key, another invocation, or no invocation id: no', async () => {
+    const guard = await logged();
+    expect(await guard.madeBy('b', 'k', info(V1), 'AKBOB', 'inv-1')).toBe(false);
+    expect(await guard.madeBy('b', 'k', info(V1), 'AKALICE', 'inv-2')).toBe(false);
+    expect(await guard.madeBy('b', 'k', info(V1), 'AKALICE', undefined)).toBe(false);
+    expect(await guard.madeBy('b', 'k', info(V1), undefined, 'inv-1')).toBe(false);
+  });
+
+  it('a current version other than the one the call made (written around casket since, or deleted): no', async () => {
+    // The retry's bytes may equal what is there now; the call still did not make it.
+    const guard = await logged();
+    expect(await guard.madeBy('b', 'k', info(V2), 'AKALICE', 'inv-1')).toBe(false);
+    expect(await guard.madeBy('b', 'k', null, 'AKALICE', 'inv-1')).toBe(false);
   });
 });

@@ -24,6 +24,7 @@ describe('evaluateRead: RFC 9110 §13.2.2 as S3 applies it', () => {
     ['If-Modified-Since same second', { ifModifiedSince: new Date('2026-01-01T12:00:00.900Z') }, 'not-modified'],
     ['If-Unmodified-Since after', { ifUnmodifiedSince: after }, 'ok'],
     ['If-Unmodified-Since before', { ifUnmodifiedSince: before }, 'precondition-failed'],
+    ['If-Unmodified-Since same second', { ifUnmodifiedSince: new Date('2026-01-01T12:00:00.900Z') }, 'ok'],
     // S3: If-Match true and If-Unmodified-Since false → 200.
     ['If-Match true + If-Unmodified-Since false', { ifMatch: [A], ifUnmodifiedSince: before }, 'ok'],
     // S3: If-None-Match false and If-Modified-Since true → 304.

@@ -96,8 +96,20 @@ function multipartUpload(s3: S3Client, key: string): (writer: Writer) => Promise
   };
 }
 
+/**
+ * The test's own budget, in the terms of its waits: each round may wait
+ * ROUND_WAIT_MS for the writers, then kills, restarts (the helper's own
+ * 20 s) and reads every object back. On an idle machine all three rounds
+ * take under 10 s; at the load of a full CI run (load ~19 on two cores,
+ * fsync on every write) they once took over vitest's default 60 s, which
+ * then failed the test while its own waits still held.
+ */
+const CRASHES = 3;
+const ROUND_WAIT_MS = 120_000;
+const ROUND_REST_MS = 60_000;
+
 describe('kill -9 in flight', () => {
-  it('every object is whole after a restart, three crashes in a row', async () => {
+  it('every object is whole after a restart, three crashes in a row', { timeout: CRASHES * (ROUND_WAIT_MS + ROUND_REST_MS) }, async () => {
     casket = await startCasket();
     let s3 = sdk(casket.url, casket.admin);
     await s3.send(new CreateBucketCommand({ Bucket: bucket }));
@@ -107,7 +119,7 @@ describe('kill -9 in flight', () => {
       plain(body);
       await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
     }
-    for (let crash = 0; crash < 3; crash++) {
+    for (let crash = 0; crash < CRASHES; crash++) {
       const round: Round = { killing: false };
       const writers: Writer[] = keys.map(() => ({ completed: 0, inFlight: false }));
       const loops = keys.map((k, i) => writeLoop(round, writers[i]!, k.startsWith('p') ? putObject(s3, k) : multipartUpload(s3, k)));
@@ -116,7 +128,7 @@ describe('kill -9 in flight', () => {
       await until(() => {
         if (failedEarly() !== undefined) throw new Error(`a write failed before the kill (crash ${crash}): ${String(failedEarly())}`);
         return writers.every((w) => w.completed > crash);
-      }, `every writer to complete ${crash + 1} writes`, 120_000);
+      }, `every writer to complete ${crash + 1} writes`, ROUND_WAIT_MS);
       round.killing = true;
       const inFlightAtKill = writers.filter((w) => w.inFlight).length;
       await casket.kill();

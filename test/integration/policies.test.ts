@@ -146,7 +146,11 @@ describe('a key limited to its prefix', () => {
         Delete: { Objects: [{ Key: 'agents/alice/batch.txt', ETag: mine }, { Key: 'agents/bob/notes.md' }, { Key: 'shared/readme.md' }] },
       }),
     );
-    expect(result.Deleted?.map((d) => d.Key)).toEqual(['agents/alice/batch.txt']);
+    // Failed once in a full run at load ~19 (Deleted absent) and not since in
+    // ~40 runs at load 6–19 on the embedded store, moto and RGW: the answer's
+    // errors and casket's last log lines name the cause if it comes back.
+    const why = () => JSON.stringify({ errors: result.Errors, log: casket.logs.slice(-8) });
+    expect(result.Deleted?.map((d) => d.Key), why()).toEqual(['agents/alice/batch.txt']);
     expect(result.Errors?.map((e) => [e.Key, e.Code])).toEqual([
       ['agents/bob/notes.md', 'AccessDenied'],
       ['shared/readme.md', 'AccessDenied'],

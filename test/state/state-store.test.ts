@@ -160,6 +160,14 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await state.getStamp('a', 'b', 'k')).toMatchObject({ etag: 'v1', full: false, covered: [[0, 50], [60, 100]] });
     });
 
+    it('a read from the second byte to the end, or from the start to the last byte but one, is partial', async () => {
+      const state = await open();
+      // Off by one at either edge: the agent never saw the first or the last byte.
+      expect(await state.recordRead('a', 'b', 'head', { etag: 'v1', size: 10, start: 1, end: 10 })).toMatchObject({ full: false, covered: [[1, 10]] });
+      expect(await state.recordRead('a', 'b', 'tail', { etag: 'v1', size: 10, start: 0, end: 9 })).toMatchObject({ full: false, covered: [[0, 9]] });
+      expect(await state.recordRead('a', 'b', 'head', { etag: 'v1', size: 10, start: 0, end: 1 })).toMatchObject({ full: true, covered: [[0, 10]] });
+    });
+
     it('an aborted download (nothing delivered) is not a full read', async () => {
       const state = await open();
       // guard.ts records an aborted GET as the empty range [start, start).
@@ -386,6 +394,18 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await ops({ agent: 'alice', limit: 100 })).toEqual(['b1/x DeleteObject', 'b1/y CompleteMultipartUpload', 'b1/x PutObject']);
       expect(await ops({ bucket: 'b1', key: 'x', agent: 'bob', limit: 100 })).toEqual(['b1/x PutObject']);
       expect(await ops({ agent: 'nobody', limit: 100 })).toEqual([]);
+    });
+
+    it('lastWrite answers the newest entry of that bucket and key, and nothing for a key never written', async () => {
+      const state = await logged();
+      // What exact retries (s3/write.ts) and the changes feed (agent-changes.ts) are decided on.
+      expect(await state.lastWrite('b1', 'x')).toStrictEqual(entries[4]);
+      expect(await state.lastWrite('b2', 'x')).toStrictEqual(entries[2]);
+      expect(await state.lastWrite('b1', 'y')).toStrictEqual(entries[3]);
+      expect(await state.lastWrite('b2', 'y')).toBeUndefined();
+      const later: WriteLogEntry = { at: new Date(t0 + 5), bucket: 'b1', key: 'x', operation: 'PutObject', agent: 'bob', accessKey: 'AK2', invocationId: 'inv-1', newETag: 'x3' };
+      await state.appendWriteLog(later);
+      expect(await state.lastWrite('b1', 'x')).toStrictEqual(later);
     });
 
     it('returns at most limit entries, the newest', async () => {

@@ -147,6 +147,15 @@ describe('conditionHolds (pure)', () => {
     expect(conditionHolds(sized, CURRENT_ETAG)).toBe(false);
     expect(conditionHolds({ type: 'if-match', etags: ['other'], size: 5 }, CURRENT_ETAG, facts)).toBe(false);
   });
+
+  it('a size alone or a last-modified time alone binds only itself', () => {
+    const facts = { size: 5, lastModified: new Date('2026-01-01T00:00:00.400Z') };
+    expect(conditionHolds({ type: 'none', size: 5 }, CURRENT_ETAG, facts)).toBe(true);
+    expect(conditionHolds({ type: 'none', size: 4 }, CURRENT_ETAG, facts)).toBe(false);
+    expect(conditionHolds({ type: 'none', lastModified: new Date('2026-01-01T00:00:00Z') }, CURRENT_ETAG, facts)).toBe(true);
+    expect(conditionHolds({ type: 'none', lastModified: new Date('2026-01-01T00:00:00Z') }, CURRENT_ETAG)).toBe(false);
+    expect(conditionHolds({ type: 'none', lastModified: new Date('2026-01-01T00:00:02Z') }, CURRENT_ETAG, facts)).toBe(false);
+  });
 });
 
 describe('concurrency', () => {

@@ -1,0 +1,50 @@
+/**
+ * casket started inside the test process (src/server.ts) on port 0 with its
+ * embedded store, driven over real HTTP by real clients. The same code a
+ * spawned casket runs, but loaded from src: a mutation tool (npm run mutate)
+ * can change it and see a test fail, which it cannot through dist/cli.js in
+ * another process. Behaviour tests of whole products belong with the
+ * spawned caskets (test/helpers/casket.ts); these are for the core's rules.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Credential } from '../../src/auth/credentials.js';
+import { buildConfig } from '../../src/config.js';
+import { startCasket, type Casket } from '../../src/server.js';
+import type { Cred } from './casket.js';
+
+export interface InProcessCasket {
+  url: string;
+  casket: Casket;
+  admin: Cred;
+  agents: Record<string, Cred>;
+  /** Keys bound to no agent and not admin (a person's, a service's). */
+  keys: Record<string, Cred>;
+  stop(): Promise<void>;
+}
+
+const key = (): Cred => ({ accessKeyId: `AK${randomBytes(8).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(20).toString('hex') });
+
+/** `flags`: casket's own options by their config names (guard, agentWrites, state, …), as strings. */
+export async function startInProcess(options: { agents?: string[]; keys?: string[]; flags?: Record<string, string> } = {}): Promise<InProcessCasket> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'casket-core-'));
+  const admin = key();
+  const agents = Object.fromEntries((options.agents ?? []).map((a) => [a, key()]));
+  const keys = Object.fromEntries((options.keys ?? []).map((name) => [name, key()]));
+  const credentials: Credential[] = [{ ...admin, admin: true }, ...Object.entries(agents).map(([agent, c]) => ({ ...c, agent })), ...Object.values(keys)];
+  const config = buildConfig({ listen: '127.0.0.1:0', dataDir, state: 'memory', fsync: 'false', logLevel: 'silent', ...options.flags });
+  const casket = await startCasket(config, credentials);
+  return {
+    url: casket.url,
+    casket,
+    admin,
+    agents,
+    keys,
+    async stop() {
+      await casket.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
