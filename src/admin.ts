@@ -1,12 +1,12 @@
 /**
- * Introspection for orchestrators (DESIGN §5), admin credentials only, signed
+ * Introspection for orchestrators (docs/design.md §5), admin credentials only, signed
  * with SigV4 like any S3 request:
  *   GET /_casket/agents/{agent}/stamps  — what the agent last read of each key,
  *       whether whole, and whether someone else has written since (stale);
  *   GET /_casket/writes?bucket=&key=&agent=&limit= — the write log, newest
  *       first: who replaced which version with which, when;
  *   DELETE /_casket/sessions/{accessKeyId} — revokes a credential minted by
- *       STS AssumeRole (DESIGN §7) on every replica sharing the state store.
+ *       STS AssumeRole (docs/design.md §7) on every replica sharing the state store.
  * JSON, because the consumers are programs, not S3 clients. ETags are
  * quoted as S3 shows them everywhere else, so one can go straight into an
  * If-Match.

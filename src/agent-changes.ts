@@ -1,5 +1,5 @@
 /**
- * What changed, for agents and their orchestrators (DESIGN §6, issue 12),
+ * What changed, for agents and their orchestrators (docs/design.md §6, issue 12),
  * signed with SigV4 like any S3 request:
  *   GET /_casket/diff?bucket=B&key=K&from=ETAG&to=ETAG|current — any key that
  *       may read the object: a unified diff (text/x-diff) from a retained
@@ -12,7 +12,7 @@
  *       and a cursor for the next call; long poll up to `wait` seconds.
  *
  * Known gaps: "may read the object" is any valid casket key until per-key
- * policies exist (DESIGN §7); the feed sees writes made through casket (the
+ * policies exist (docs/design.md §7); the feed sees writes made through casket (the
  * write log), not writes made around it upstream.
  */
 import type { CredentialLookup } from './auth/credentials.js';
@@ -40,7 +40,7 @@ function signed(req: SignedRequest, lookup: CredentialLookup): AuthResult {
   return auth;
 }
 
-/** A diff or merge shows an object's content: only to a key that may read it (DESIGN §7). */
+/** A diff or merge shows an object's content: only to a key that may read it (docs/design.md §7). */
 function mayRead(auth: AuthResult, bucket: string, key: string): void {
   accessFor(auth.credential, () => {}).authorize({ action: 's3:GetObject', resource: objectResource(bucket, key) });
 }

@@ -8,7 +8,7 @@
  * SIGTERM or SIGINT stops taking connections and lets requests in flight
  * finish (up to DRAIN_MS), then exits 0; a second signal stops at once.
  *
- * Credentials and their policies reload without a restart (DESIGN §7): on
+ * Credentials and their policies reload without a restart (docs/design.md §7): on
  * SIGHUP and when the credentials file changes (polled with fs.watchFile,
  * which also sees editors that replace the file by renaming). A file that
  * does not parse keeps the credentials in force and logs why.

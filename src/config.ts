@@ -42,7 +42,7 @@ export interface Config {
   etagSuffix: EtagSuffixPolicy;
   state: StateKind;
   redisUrl?: string;
-  /** Where Redis is (a URL or a Sentinel group) and the replicas each state change waits for (DESIGN §11). */
+  /** Where Redis is (a URL or a Sentinel group) and the replicas each state change waits for (docs/design.md §11). */
   redis?: { target: RedisTarget; replication: Replication };
   stateTtlSeconds: number;
   stateMaxEntries: number;
@@ -55,11 +55,11 @@ export interface Config {
   logLevel: string;
   /** Shortest DurationSeconds STS AssumeRole accepts (AWS: 900). */
   stsMinDurationSeconds: number;
-  /** Retention of the versions agents saw (DESIGN §6): largest object kept, bytes kept in all, largest diff served. */
+  /** Retention of the versions agents saw (docs/design.md §6): largest object kept, bytes kept in all, largest diff served. */
   retainMaxSize: number;
   retainBytes: number;
   diffMaxBytes: number;
-  /** MCP endpoint (DESIGN §8): browser origins allowed beyond loopback ones; largest file a text tool handles. */
+  /** MCP endpoint (docs/design.md §8): browser origins allowed beyond loopback ones; largest file a text tool handles. */
   mcpAllowedOrigins: string[];
   mcpMaxFileBytes: number;
 }

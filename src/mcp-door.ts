@@ -2,7 +2,7 @@
  * The wiring behind src/mcp/door.ts: an MCP tool's S3 request runs through
  * s3/handle.ts in-process — the same policy check, agent identity, guard,
  * read stamps, write log, retention and metrics as a request from the wire
- * (DESIGN §8, "one guard"). Only the signature step differs: the MCP
+ * (docs/design.md §8, "one guard"). Only the signature step differs: the MCP
  * endpoint authenticated the caller (bearer token or SigV4), and handle.ts
  * takes that result as `verified`.
  */
@@ -136,7 +136,7 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
         }
         content = whole;
       }
-      // The read stamp (DESIGN §4) is recorded when the response finishes:
+      // The read stamp (docs/design.md §4) is recorded when the response finishes:
       // complete = the agent was shown every byte. A read that entitles
       // nothing (edit_file's own read of its base) records no stamp at all.
       const decide = read?.stamp ?? 'full';

@@ -1,10 +1,10 @@
 /**
- * Prometheus metrics at /_casket/metrics (DESIGN §5): requests by operation
+ * Prometheus metrics at /_casket/metrics (docs/design.md §5): requests by operation
  * and status, refusals (412/428) by reason and whether enforced, policy
  * refusals (403 AccessDenied) by reason and action, bytes in and
  * out, request and upstream latency. prom-client is the maintained Prometheus
  * client for Node; one registry per server so tests can run several.
- * casket_retained_bytes: the content kept of versions agents saw (DESIGN §6),
+ * casket_retained_bytes: the content kept of versions agents saw (docs/design.md §6),
  * read from the retention store at each scrape (shared, with Redis).
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

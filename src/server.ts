@@ -8,7 +8,7 @@
  * `Expect: 100-continue` (boto3 and awscli send it on every PUT): Node answers
  * it automatically unless a 'checkContinue' listener exists, so casket
  * registers one and sends 100 only when a handler asks for the body — after
- * auth and preconditions passed (DESIGN §1). Any other Expect value is
+ * auth and preconditions passed (docs/design.md §1). Any other Expect value is
  * ignored, as S3 does (Node would answer 417 Expectation Failed).
  */
 import { getRequestListener } from '@hono/node-server';
@@ -123,7 +123,7 @@ async function createState(config: Config): Promise<StateStore> {
   }
 }
 
-/** Retained versions (DESIGN §6) where every replica sees them: Redis when the state is shared, else the data dir. */
+/** Retained versions (docs/design.md §6) where every replica sees them: Redis when the state is shared, else the data dir. */
 async function createRetention(config: Config): Promise<Retention> {
   const limits = { maxBytes: config.retainBytes, ttlMs: config.stateTtlSeconds * 1000 };
   if (config.state === 'redis') return RedisRetention.connect(config.redis!.target, limits);
@@ -203,7 +203,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       ...(outcome.error?.cause instanceof Error && { cause: outcome.error.cause.message }),
       ms: Math.round(seconds * 1000 * 10) / 10,
       ...(!complete && { aborted: true }),
-      // Policy refusals (DESIGN §7): which action on which resource, and why.
+      // Policy refusals (docs/design.md §7): which action on which resource, and why.
       ...(outcome.denials && { denied: outcome.denials }),
     };
     for (const d of outcome.denials ?? []) metrics.accessDenied.inc({ reason: d.reason, action: d.action });
@@ -248,7 +248,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/agents/:agent/stamps', (c) => admin(c, (req) => agentStamps(req, options.lookup, services, c.req.param('agent'))));
   app.delete('/_casket/sessions/:accessKeyId', (c) => admin(c, (req) => revokeSession(req, options.lookup, services, c.req.param('accessKeyId'))));
   app.get('/_casket/writes', (c) => admin(c, (req) => writeLog(req, options.lookup, services, new URL(c.req.url).searchParams)));
-  // What changed, and merging (DESIGN §6): diffs, merges with markers, and the per-agent changes feed.
+  // What changed, and merging (docs/design.md §6): diffs, merges with markers, and the per-agent changes feed.
   const changes = async (c: { env?: NodeBindings; req: { param(name: string): string }; body: (data: string, status: 200, headers: Record<string, string>) => Response }, run: (req: ReturnType<typeof signedRequestFromNode>, query: URLSearchParams) => Promise<EndpointResponse>) => {
     const incoming = c.env?.incoming;
     let res: EndpointResponse;
@@ -268,7 +268,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
   app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
-  // Agent file tools over MCP (DESIGN §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
+  // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
   const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
   app.all(MCP_PATH, (c) => mcp(c.req.raw));
   /**

@@ -4,7 +4,7 @@
  * upstream with a run through casket in front of it (result files written by
  * run.mjs --out) and lists every test that passes direct but fails through
  * casket. The one regression allowed by design is the ETag's form
- * (test_object_write_check_etag: casket's ETag is the SHA-256, DESIGN §2).
+ * (test_object_write_check_etag: casket's ETag is the SHA-256, docs/design.md §2).
  *
  *   node scripts/s3-tests/compare.mjs DIRECT.txt THROUGH.txt
  *

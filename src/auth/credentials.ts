@@ -3,10 +3,10 @@
  *
  * Spec: AWS Signature Version 4 signs with an access key ID and a secret
  * access key, https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_sigv.html
- * casket adds two bindings of its own (DESIGN §4): a key may be bound to an
+ * casket adds two bindings of its own (docs/design.md §4): a key may be bound to an
  * agent, and a key may be an admin key (introspection endpoints).
  *
- * A credential may carry IAM-style policies (auth/policy.ts, DESIGN §7): a
+ * A credential may carry IAM-style policies (auth/policy.ts, docs/design.md §7): a
  * request must pass every one (a minted session: the caller's policy and the
  * session policy). None at all: full rights.
  */
@@ -18,7 +18,7 @@ export interface Credential {
   /** The agent this key is bound to: requests signed with it are that agent's. */
   agent?: string;
   admin?: boolean;
-  /** Every one must allow a request; absent or empty: no restriction (DESIGN §7). */
+  /** Every one must allow a request; absent or empty: no restriction (docs/design.md §7). */
   policies?: readonly Policy[];
 }
 

@@ -1,5 +1,5 @@
 /**
- * Per-credential policies (DESIGN §7): the subset of the IAM JSON policy
+ * Per-credential policies (docs/design.md §7): the subset of the IAM JSON policy
  * language that limits a key to buckets, prefixes and actions, and its
  * evaluation. Pure: no I/O, no casket types beyond plain values.
  *

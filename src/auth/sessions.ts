@@ -1,5 +1,5 @@
 /**
- * Short-lived credentials minted by casket's STS AssumeRole (DESIGN §7,
+ * Short-lived credentials minted by casket's STS AssumeRole (docs/design.md §7,
  * src/sts/assume-role.ts) and their verification on every request.
  *
  * Specs followed:

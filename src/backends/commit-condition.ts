@@ -2,7 +2,7 @@
  * The commit-time check of a write's CommitCondition (backends/types.ts), as a
  * pure function. The store calls it inside the same synchronous SQLite
  * transaction that applies the write, so nothing can change the current
- * version between the check and the commit (DESIGN §3: "two concurrent writes
+ * version between the check and the commit (docs/design.md §3: "two concurrent writes
  * conditioned on the same ETag: exactly one succeeds").
  *
  * Truth table (current = the committed version's ETag, or null when absent):
@@ -22,7 +22,7 @@
  * A failure is a failure whatever the new content is: a write conditioned on a
  * version that is no longer current loses even when its bytes equal the
  * current ones (two agents that both read "10" and both write "11" made two
- * increments — DESIGN §3). The one success without a write, an exact retry, is
+ * increments — docs/design.md §3). The one success without a write, an exact retry, is
  * recognised above the backend (s3/write.ts), from who made the current version.
  */
 import type { CommitCondition, VersionCondition } from './types.js';

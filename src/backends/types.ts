@@ -97,7 +97,7 @@ export type CommitCondition = (
   /**
    * Without `etags`: the key must not exist (If-None-Match: *). With them: the
    * current version, if any, must have none of these ETags (If-None-Match:
-   * "etag", honoured as Ceph RGW and MinIO do; DESIGN §3).
+   * "etag", honoured as Ceph RGW and MinIO do; docs/design.md §3).
    */
   | { type: 'if-none-match'; etags?: string[] }
 ) &
@@ -279,7 +279,7 @@ export class ConditionFailed extends Error {
     /**
      * The ETag the refused write would have made, when the backend knew it
      * (null: a delete). A failed condition is a refusal whatever the bytes
-     * (DESIGN §3); the caller uses this to tell the client that the current
+     * (docs/design.md §3); the caller uses this to tell the client that the current
      * content is byte-for-byte what it sent, and to recognise an exact retry.
      */
     readonly attemptedETag?: string | null,

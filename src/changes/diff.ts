@@ -1,5 +1,5 @@
 /**
- * What changed between two versions of an object (DESIGN §6): for text
+ * What changed between two versions of an object (docs/design.md §6): for text
  * (valid UTF-8 without NUL) a unified diff, the format of diff -u and git
  * (https://www.gnu.org/software/diffutils/manual/html_node/Unified-Format.html),
  * with both ETags and their writers in the `---`/`+++` header lines (in a

@@ -1,5 +1,5 @@
 /**
- * Three-way, line-based merge of two edits of one base (DESIGN §6): the edit
+ * Three-way, line-based merge of two edits of one base (docs/design.md §6): the edit
  * an agent sends (base → sent) into the version current now (base →
  * current), with node-diff3 (the diff3 algorithm of Khanna, Kunal and Pierce,
  * as GNU diff3 and git merge-file use it). Lines keep their own line ends, so
@@ -8,7 +8,7 @@
  * Both sides changing the same lines is a conflict even when they changed
  * them the same way (excludeFalseConflicts: false): two agents that made the
  * same edit made it twice, and telling the second it merged cleanly would hide
- * that (DESIGN §3, "a failed condition is a refusal whatever the bytes").
+ * that (docs/design.md §3, "a failed condition is a refusal whatever the bytes").
  * Adjacent changes conflict too, as in diff3.
  */
 import { merge } from 'node-diff3';

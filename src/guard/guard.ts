@@ -1,13 +1,13 @@
 /**
  * The guard: decides whether a write may go ahead and under which
- * CommitCondition the backend must commit it (DESIGN §3–4), and keeps read
+ * CommitCondition the backend must commit it (docs/design.md §3–4), and keeps read
  * stamps up to date. It works on plain values; the HTTP layer reads the
  * current version, calls `checkWrite`, and hands the condition to the backend,
  * which re-checks it atomically at commit.
  *
  * Order of rules, for a write:
  *   1. Explicit If-Match / If-None-Match, as S3: 404 / 412 / 501. A failed
- *      condition is a refusal whatever the bytes (DESIGN §3); the one success
+ *      condition is a refusal whatever the bytes (docs/design.md §3); the one success
  *      without a write, an exact retry, is recognised by s3/write.ts.
  *   2. Agents only: no condition → 428 (or, under the read-stamp policy, the
  *      condition is derived from the agent's last full read); If-Match on a key
@@ -181,7 +181,7 @@ export class Guard {
    * Whether the current version (`current`, null: the key is absent) was made
    * by this very request before: the same access key and the same
    * `amz-sdk-invocation-id`, which AWS SDKs keep across their automatic
-   * retries (DESIGN §3, exact retries). A state store that cannot answer
+   * retries (docs/design.md §3, exact retries). A state store that cannot answer
    * answers no: the retry is refused like any other failed condition.
    */
   async madeBy(bucket: string, key: string, current: ObjectInfo | null, accessKey: string | undefined, invocationId: string | undefined): Promise<boolean> {

@@ -1,5 +1,5 @@
 /**
- * Who is writing (DESIGN §4). A request is an agent's when its access key is
+ * Who is writing (docs/design.md §4). A request is an agent's when its access key is
  * bound to an agent in the credentials config, or when it carries the agent
  * header. A key bound to agent A that names agent B is refused: per-agent keys
  * are the identity that holds (rclone and minio-js send custom headers

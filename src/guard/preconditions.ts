@@ -11,7 +11,7 @@
  * If-Match on a missing key → 404 NoSuchKey. If-None-Match: "etag" (AWS
  * answers 501 to it) is honoured as Ceph RGW and MinIO honour it — write
  * unless the current version is one of those — so a user of RGW loses
- * nothing through casket (DESIGN §3).
+ * nothing through casket (docs/design.md §3).
  */
 import { etagMatches, expandETag } from '../vocabulary/etag.js';
 import type { CommitCondition, VersionCondition } from '../backends/types.js';
@@ -113,7 +113,7 @@ export function versionConditionFor(c: WriteConditions): VersionCondition {
 /**
  * Whether the write names a version by ETag (If-Match / If-None-Match). A size
  * or modification time does not: it does not prove the agent saw the content,
- * so an agent still needs If-Match (DESIGN §4).
+ * so an agent still needs If-Match (docs/design.md §4).
  */
 export function hasWriteCondition(c: WriteConditions): boolean {
   return c.ifMatch !== undefined || c.ifNoneMatch !== undefined;

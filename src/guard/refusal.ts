@@ -1,6 +1,6 @@
 /**
  * A write the guard refuses, with everything an agent needs to recover
- * (DESIGN §3–4): the current version, who wrote it, a machine-readable reason
+ * (docs/design.md §3–4): the current version, who wrote it, a machine-readable reason
  * and a sentence an LLM can act on. s3/refusal-error.ts renders it as S3 XML.
  */
 import type { ObjectInfo } from '../backends/types.js';
@@ -32,11 +32,11 @@ export interface RefusalDetails {
   /**
    * The current content is byte-for-byte what the refused write sent (its
    * SHA-256 equals the current ETag; for a delete, the key is already gone).
-   * Still a refusal (DESIGN §3), but the client can tell its own landed
+   * Still a refusal (docs/design.md §3), but the client can tell its own landed
    * earlier attempt from somebody else's conflicting write.
    */
   identical?: boolean;
-  /** Path of the diff from the version the agent last saw to the current one (DESIGN §6). */
+  /** Path of the diff from the version the agent last saw to the current one (docs/design.md §6). */
   diff?: string;
   /**
    * The access key id of the request without an agent that wrote the current

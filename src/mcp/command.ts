@@ -1,5 +1,5 @@
 /**
- * `casket mcp …` (DESIGN §8), parsed here and run with the process's streams
+ * `casket mcp …` (docs/design.md §8), parsed here and run with the process's streams
  * cli.ts hands over:
  *   casket mcp --endpoint URL --access-key K --secret-key S [--agent NAME]
  *       the stdio bridge (stdio.ts); env CASKET_MCP_ENDPOINT,

@@ -1,6 +1,6 @@
 /**
  * What an MCP tool may do in casket: the seam between the tools and the S3
- * front door (DESIGN §8, "one guard").
+ * front door (docs/design.md §8, "one guard").
  *
  * A tool call is made of ordinary S3 requests — GetObject, PutObject with
  * If-Match, HeadObject, ListObjectsV2, CopyObject, DeleteObject — which the
@@ -20,7 +20,7 @@
 /** Who is calling, as the MCP endpoint authenticated them. */
 export interface Caller {
   accessKeyId: string;
-  /** The agent the token or key is bound to (DESIGN §4); undefined: a person. */
+  /** The agent the token or key is bound to (docs/design.md §4); undefined: a person. */
   agent?: string;
 }
 
@@ -58,7 +58,7 @@ export interface ReadOptions {
   maxBytes: number;
   /**
    * Whether the agent is shown the whole object: 'full', a full read stamp
-   * (DESIGN §4); 'partial', a partial one (head/tail/offset reads); 'none',
+   * (docs/design.md §4); 'partial', a partial one (head/tail/offset reads); 'none',
    * no read at all — edit_file reads the version its condition names only
    * to apply the edits, which entitles nothing (the guard still judges the
    * write on what the agent itself read). A function decides once the body
@@ -93,13 +93,13 @@ export interface CasketDoor {
   authenticate(req: EndpointRequest): Promise<Caller | undefined>;
   /** One S3 request as `caller`, through s3/handle.ts. GET answers are read per `read`. */
   s3(caller: Caller, call: S3Call, read?: ReadOptions): Promise<S3Answer>;
-  /** GET /_casket/diff for `caller` (DESIGN §6): a unified diff, or undefined when a version is not retained. */
+  /** GET /_casket/diff for `caller` (docs/design.md §6): a unified diff, or undefined when a version is not retained. */
   diff(caller: Caller, bucket: string, key: string, from: string, to: string): Promise<{ text: string; truncated: boolean } | undefined>;
-  /** The agent's changes feed (DESIGN §6). */
+  /** The agent's changes feed (docs/design.md §6). */
   changes(caller: Caller, since: string | undefined): Promise<{ status: number; body: unknown }>;
   /** The agent's read stamp of a key, as the guard sees it. */
   stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
-  /** A retained version's content (DESIGN §6), for a merge whose base is no longer current. */
+  /** A retained version's content (docs/design.md §6), for a merge whose base is no longer current. */
   retained(etag: string): Promise<Buffer | undefined>;
   /** `--agent-writes`: require (428 on unconditional agent writes) or read-stamp. */
   agentWrites: 'require' | 'read-stamp';

@@ -2,7 +2,7 @@
  * Tool arguments that name objects and versions: a path is `bucket/key` or
  * `s3://bucket/key` (the reference filesystem server's tools take a path;
  * here the first segment is the bucket). ETags as casket shows them
- * (DESIGN §2): 64 hex digits, quoted or not, optionally the `-1` client form
+ * (docs/design.md §2): 64 hex digits, quoted or not, optionally the `-1` client form
  * or a multipart `-<parts>` suffix.
  */
 

@@ -1,8 +1,8 @@
 /**
- * A refused tool call, written for the model that made it (DESIGN §8):
+ * A refused tool call, written for the model that made it (docs/design.md §8):
  * what happened, that nothing was written, who changed the file and when,
  * whether the current content equals what was sent, the diff since this
- * agent last read it (capped, DESIGN §6), and the exact next call. Built
+ * agent last read it (capped, docs/design.md §6), and the exact next call. Built
  * from the S3 error casket's own path answered (its Reason, CurrentETag,
  * LastWriter, IdenticalContent and Diff fields), so a tool refuses for the
  * same reasons an S3 client is refused.

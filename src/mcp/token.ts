@@ -1,5 +1,5 @@
 /**
- * Bearer tokens for the MCP endpoint (DESIGN §8). The MCP authorization spec
+ * Bearer tokens for the MCP endpoint (docs/design.md §8). The MCP authorization spec
  * (https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization)
  * has HTTP clients send `Authorization: Bearer <token>`; casket's tokens are
  * minted for one casket credential, offline, by whoever holds its secret

@@ -1,6 +1,6 @@
 /**
  * casket's MCP server: the file tools, one file each under tools/, named as
- * the reference filesystem server names them where it has one (DESIGN §8),
+ * the reference filesystem server names them where it has one (docs/design.md §8),
  * registered for one caller. Built per request by the HTTP endpoint
  * (stateless, http.ts) — registering a dozen tools costs microseconds, and
  * no session state ties an agent to one replica.

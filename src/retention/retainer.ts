@@ -1,5 +1,5 @@
 /**
- * What the request path asks of retention (DESIGN §6): which versions are
+ * What the request path asks of retention (docs/design.md §6): which versions are
  * kept (small, single-part), keeping them after the response without
  * delaying it, and reading them back. A retention store that fails degrades
  * to "not kept" — a refusal without a diff, a merge not made — never to an

@@ -1,5 +1,5 @@
 /**
- * Enforcing a credential's policies (DESIGN §7, src/auth/policy.ts) on one
+ * Enforcing a credential's policies (docs/design.md §7, src/auth/policy.ts) on one
  * request: handle.ts checks what the operation needs (actions.ts) once, after
  * auth and operation detection and before any byte of the body is asked for;
  * DeleteObjects checks each key, ListBuckets filters what it shows.

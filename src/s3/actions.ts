@@ -1,5 +1,5 @@
 /**
- * Operation → the IAM actions and resources a policy must allow (DESIGN §7).
+ * Operation → the IAM actions and resources a policy must allow (docs/design.md §7).
  * Action names as in "Actions, resources, and condition keys for Amazon S3",
  * https://docs.aws.amazon.com/service-authorization/latest/reference/list_amazons3.html
  * and the per-operation permission notes of the S3 API reference:

@@ -1,6 +1,6 @@
 /**
  * Copies the bytes of a body as they stream past, up to a limit, so casket
- * can keep the version an agent read or wrote (DESIGN §6) without reading it
+ * can keep the version an agent read or wrote (docs/design.md §6) without reading it
  * twice and without holding more than --retain-max-size: a body that grows
  * past the limit stops being copied. Backpressure and errors go through
  * (stream.pipeline): a failing source fails the copy the consumer reads.

@@ -26,11 +26,11 @@ export interface RequestContext {
   headers: Record<string, string>;
   auth: AuthResult | null;
   accessKey: string | undefined;
-  /** The agent making the request (DESIGN §4), or undefined for a person. */
+  /** The agent making the request (docs/design.md §4), or undefined for a person. */
   agent: string | undefined;
-  /** The credential's policies (DESIGN §7): checks beyond the one handle.ts made. */
+  /** The credential's policies (docs/design.md §7): checks beyond the one handle.ts made. */
   access: AccessCheck;
-  /** Show plain ETags as `<sha256>-1` to this client (DESIGN §2). */
+  /** Show plain ETags as `<sha256>-1` to this client (docs/design.md §2). */
   etagSuffix: boolean;
   /** Raw request body bytes; read them through `payload()`. */
   body: Readable;
@@ -50,7 +50,7 @@ export interface Services {
   region: string;
   /** Failures that happen after the response is sent (read stamps) are logged here. */
   log: Pick<Logger, 'error' | 'warn' | 'info'>;
-  /** The versions agents saw, for diffs and merges (DESIGN §6); absent: nothing is kept. */
+  /** The versions agents saw, for diffs and merges (docs/design.md §6); absent: nothing is kept. */
   retainer?: Retainer;
   /** Largest diff /_casket/diff serves (--diff-max-bytes). */
   diffMaxBytes?: number;

@@ -62,7 +62,7 @@ export interface Outcome {
   agent?: string;
   accessKey?: string;
   error?: S3Error;
-  /** Accesses the credential's policies refused (DESIGN §7): logged and counted by server.ts. */
+  /** Accesses the credential's policies refused (docs/design.md §7): logged and counted by server.ts. */
   denials?: Denial[];
   /** An unexpected failure, rendered as InternalError: the caller logs it. */
   internal?: unknown;
@@ -104,7 +104,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   try {
     if (options.etagSuffix === 'auto') etagSuffix = wantsSuffixedETag(req.headers['user-agent']);
     if (isStsRequest(req.method, rawPath, rawQuery, req.headers) && resolveTarget(rawPath, req.headers.host, options.domain).bucket === undefined) {
-      // STS AssumeRole (DESIGN §7) on the same endpoint: its own wire format and errors.
+      // STS AssumeRole (docs/design.md §7) on the same endpoint: its own wire format and errors.
       outcome.operation = 'AssumeRole';
       req.sendContinue();
       const sts = await assumeRole({ ...req, rawPath, rawQuery }, services.state, { lookup: options.lookup, minDurationSeconds: options.stsMinDurationSeconds ?? 900 }, services.log, requestId);
@@ -141,7 +141,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     const agent = resolveAgent(credential?.agent, req.headers[options.agentHeader]);
     outcome.agent = agent;
     outcome.accessKey = credential?.accessKeyId;
-    // Policies (DESIGN §7): checked once here, before any handler asks for the body.
+    // Policies (docs/design.md §7): checked once here, before any handler asks for the body.
     const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
     for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key: target.key, query, headers: req.headers })) access.authorize(needed);
     const ctx: RequestContext = {

@@ -2,7 +2,7 @@
  * Renders a guard Refusal as the S3 error a client understands: 412
  * PreconditionFailed, 428 PreconditionRequired, 404 NoSuchKey or 501
  * NotImplemented — and, beyond S3, the current state of the object so an agent
- * can re-read and retry (DESIGN §3): `ETag` and `Last-Modified` headers,
+ * can re-read and retry (docs/design.md §3): `ETag` and `Last-Modified` headers,
  * `x-casket-reason`, `x-casket-writer` (the agent that wrote the current
  * version) or, for a version a request without an agent wrote,
  * `x-casket-writer-access-key` (its access key id, from the write log), and
@@ -10,7 +10,7 @@
  * the refused write sent, `x-casket-identical-content: true` and
  * `<IdenticalContent>` say so: the caller's own earlier attempt may have
  * landed (an answer lost on the way).
- * When casket kept the version the agent last saw (DESIGN §6), `x-casket-diff`
+ * When casket kept the version the agent last saw (docs/design.md §6), `x-casket-diff`
  * and `<Diff>` link what changed since, and a merge-conflict links the merge
  * with conflict markers (`x-casket-merge-conflict`, `<Merge>`).
  */

@@ -15,7 +15,7 @@ export interface S3Response {
   /**
    * Called once when the exchange is over; `complete` is true only when every
    * byte of the body was handed to the client's connection (a read stamp is
-   * full only then — DESIGN §4). Resolves once what it records is recorded
+   * full only then — docs/design.md §4). Resolves once what it records is recorded
    * (the read stamp, the retained version): the socket path does not wait
    * for it; an in-process caller (the MCP tools) does, so its next call
    * sees the stamp.

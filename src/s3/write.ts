@@ -4,7 +4,7 @@
  * read the current version, ask the guard, commit under the condition it
  * returns (the backend re-checks it atomically), record the write. A
  * refusal to an agent links the diff from the version it last saw to the
- * current one, when that version is retained (DESIGN §6).
+ * current one, when that version is retained (docs/design.md §6).
  */
 import { ConditionFailed, type CommitCondition, type ObjectInfo } from '../backends/types.js';
 import type { WriteConditions } from '../guard/preconditions.js';
@@ -59,7 +59,7 @@ export interface GuardedWrite<T> {
   written(result: T): ObjectInfo | null;
   /** The version the commit replaced, when the commit reports it (DeleteObject does). */
   replaced?(result: T): ObjectInfo | null;
-  /** The answer to an exact retry of the write that made `current` (DESIGN §3). */
+  /** The answer to an exact retry of the write that made `current` (docs/design.md §3). */
   landed(current: ObjectInfo | null): T;
   /**
    * false: the agent rules were applied already, to the edit this write
@@ -107,7 +107,7 @@ async function withWriter<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
 }
 
 /**
- * DESIGN §3: a failed condition is a refusal whatever the bytes — with one
+ * docs/design.md §3: a failed condition is a refusal whatever the bytes — with one
  * exception, an exact retry of the write that made the current version (the
  * same access key and `amz-sdk-invocation-id`), which gets that version's
  * answer and writes nothing. A refusal whose bytes equal the current ones

@@ -1,5 +1,5 @@
 /**
- * Whether an agent has read a version whole (DESIGN §4): one GET, or several
+ * Whether an agent has read a version whole (docs/design.md §4): one GET, or several
  * Range GETs of the same version that together cover it — boto3, awscli and
  * rclone download large objects as ranged GETs. A read of another version
  * starts a new stamp. Pure, shared by every state store.

@@ -1,7 +1,7 @@
 /**
  * The one way casket opens a Redis connection (the state store and the
  * retained versions share it): to one server by URL, or to whichever server
- * Redis Sentinel names as the primary of a group (DESIGN §11).
+ * Redis Sentinel names as the primary of a group (docs/design.md §11).
  *
  * Sentinel (https://redis.io/docs/latest/operate/oss_and_stack/management/sentinel/):
  * the client asks the sentinels for the group's primary ("Sentinel client

@@ -1,6 +1,6 @@
 /**
  * Redis state store, for several casket replicas sharing one view of who read
- * what (DESIGN §4). boto3, awscli and rclone download a large object as ~10
+ * what (docs/design.md §4). boto3, awscli and rclone download a large object as ~10
  * concurrent Range GETs, and behind a load balancer those land on different
  * replicas: each replica merges its range into the same stamp at once.
  *
@@ -52,7 +52,7 @@
  * timeouts, so every call settles within a few seconds (redis-connection.ts,
  * which also follows a Sentinel group's primary through a failover).
  *
- * Durability across a failover (DESIGN §11). Redis replicates asynchronously:
+ * Durability across a failover (docs/design.md §11). Redis replicates asynchronously:
  * a primary answers a write before any replica has it, and a failover then
  * promotes a replica without it ("Redis uses asynchronous replication … the
  * master will not wait every time for a command to be processed by the

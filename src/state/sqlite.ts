@@ -90,7 +90,7 @@ export class SqliteStateStore implements StateStore {
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(SCHEMA);
-    // State databases made before exact retries (DESIGN §3) lack the column.
+    // State databases made before exact retries (docs/design.md §3) lack the column.
     const columns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('write_log')").all();
     if (!columns.some((c) => c.name === 'invocation_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN invocation_id TEXT');
     // ... and before flexible checksums.

@@ -1,8 +1,8 @@
 /**
  * casket's own state, apart from object data: read stamps (what each agent
- * last read, and whether whole — DESIGN §4), the write log (who replaced
+ * last read, and whether whole — docs/design.md §4), the write log (who replaced
  * which version with which), and the ETag index of the s3 backend (the
- * SHA-256 ETag kept against the upstream's own ETag — DESIGN §2).
+ * SHA-256 ETag kept against the upstream's own ETag — docs/design.md §2).
  *
  * Implementations: memory.ts (tests, single process), sqlite.ts (default,
  * persistent in the data dir), redis.ts (several replicas). Every one is
@@ -50,7 +50,7 @@ export interface WriteLogEntry {
   /**
    * The request's `amz-sdk-invocation-id`: AWS SDKs keep it across their
    * automatic retries, so with the access key it names the very write a retry
-   * repeats (DESIGN §3, exact retries).
+   * repeats (docs/design.md §3, exact retries).
    */
   invocationId?: string;
 }
@@ -73,7 +73,7 @@ export interface PartDigest {
 }
 
 /**
- * A credential minted by casket's STS AssumeRole (DESIGN §7), kept where
+ * A credential minted by casket's STS AssumeRole (docs/design.md §7), kept where
  * every replica sharing the store can verify it.
  */
 export interface SessionRecord {

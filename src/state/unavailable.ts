@@ -3,7 +3,7 @@
  * locked, full or read-only — fails the request that needs it with 503
  * ServiceUnavailable and `Retry-After` (AWS's answer for "try again shortly",
  * https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html), not
- * with a 500 (DESIGN §4).
+ * with a 500 (docs/design.md §4).
  *
  * Why this is safe: every agent write asks the store for the agent's read
  * stamp before it commits (guard/guard.ts), so an unreachable store refuses
@@ -12,7 +12,7 @@
  * (the writer's new stamp, the write log) and for a read (the reader's stamp)
  * is best effort: s3/write.ts and the read handlers log the failure and answer
  * with what the backend did. A lost stamp costs the agent a re-read; it never
- * lets a write through (a missing stamp refuses, DESIGN §4 "Unread keys").
+ * lets a write through (a missing stamp refuses, docs/design.md §4 "Unread keys").
  */
 import { S3Error } from '../vocabulary/errors.js';
 import type { StateStore } from './types.js';

@@ -1,5 +1,5 @@
 /**
- * STS AssumeRole on casket's own endpoint (DESIGN §7): the AWS STS Query API,
+ * STS AssumeRole on casket's own endpoint (docs/design.md §7): the AWS STS Query API,
  * so `STSClient` (JS) and `boto3.client("sts")` pointed at casket mint
  * short-lived credentials bound to an agent.
  *

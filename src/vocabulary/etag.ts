@@ -1,5 +1,5 @@
 /**
- * ETags on the wire (DESIGN §2). Inside casket an ETag is unquoted: the
+ * ETags on the wire (docs/design.md §2). Inside casket an ETag is unquoted: the
  * SHA-256 of the content (64 hex) or `<sha256 of part digests>-<N>`. On the
  * wire it is quoted (RFC 9110 §8.8.3), and for clients that take a dash-less
  * ETag for an MD5 (s3cmd 2.3.0, AWS SDK for Java v1 — CLIENTS.md) a plain

@@ -1,5 +1,5 @@
 /**
- * The pure parts of "what changed, and merging" (DESIGN §6): unified and
+ * The pure parts of "what changed, and merging" (docs/design.md §6): unified and
  * binary diffs with their budget, and the three-way merge's clean and
  * conflicting outcomes.
  */

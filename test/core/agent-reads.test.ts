@@ -1,5 +1,5 @@
 /**
- * What counts as a whole read (DESIGN §4), through casket's HTTP front in
+ * What counts as a whole read (docs/design.md §4), through casket's HTTP front in
  * this process: a Range that misses the first or the last byte leaves the
  * agent's stamp partial, and its If-Match write is refused as
  * partial-read; the missing byte, read alone, completes it.

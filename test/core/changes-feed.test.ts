@@ -1,5 +1,5 @@
 /**
- * The per-agent changes feed (GET /_casket/agents/{agent}/changes, DESIGN §6)
+ * The per-agent changes feed (GET /_casket/agents/{agent}/changes, docs/design.md §6)
  * through casket's HTTP front in this process: it lists the keys an agent
  * read that someone else wrote since — not a key the agent has read again
  * since, and never the agent's own write.

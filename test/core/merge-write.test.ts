@@ -1,5 +1,5 @@
 /**
- * The opt-in merge of a PutObject (x-casket-merge: text, DESIGN §6) through
+ * The opt-in merge of a PutObject (x-casket-merge: text, docs/design.md §6) through
  * casket's HTTP front in this process: edits of different sections from one
  * base both land; overlapping edits are a 412 merge-conflict linking the
  * merge with markers; without a kept base, or for binary, the refusal an

@@ -1,5 +1,5 @@
 /**
- * STS session policies (DESIGN §7) through casket's HTTP front in this
+ * STS session policies (docs/design.md §7) through casket's HTTP front in this
  * process, a second test beside test/integration/sts.test.ts: credentials
  * minted with a session policy get the intersection of the caller's rights
  * and that policy — a prefix here — and a Deny in it wins.

@@ -1,5 +1,5 @@
 /**
- * The agent rules of the guard (DESIGN §3–4) on plain values: which write is
+ * The agent rules of the guard (docs/design.md §3–4) on plain values: which write is
  * refused with which reason, what condition the backend must commit under —
  * and that the happy path never reads the current version (an upstream HEAD).
  */

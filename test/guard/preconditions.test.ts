@@ -49,7 +49,7 @@ describe('evaluateWrite: S3 conditional writes', () => {
     ['If-Match * missing', null, { ifMatch: '*' }, 'no-such-key'],
     ['If-None-Match * missing', null, { ifNoneMatch: '*' }, 'ok:if-none-match'],
     ['If-None-Match * exists', current, { ifNoneMatch: '*' }, 'precondition-failed'],
-    // Honoured as Ceph RGW and MinIO do (AWS answers 501; DESIGN §3).
+    // Honoured as Ceph RGW and MinIO do (AWS answers 501; docs/design.md §3).
     ['If-None-Match the current ETag', current, { ifNoneMatch: [A] }, 'precondition-failed'],
     ['If-None-Match the current ETag, -1 form', current, { ifNoneMatch: [`${A}-1`] }, 'precondition-failed'],
     ['If-None-Match another ETag', current, { ifNoneMatch: [B] }, 'ok:if-none-match'],

@@ -1,6 +1,6 @@
 /**
  * Helpers for agent scenarios: signed introspection calls and a GET that the
- * client abandons half-way (a partial read, DESIGN §4).
+ * client abandons half-way (a partial read, docs/design.md §4).
  */
 import { request as httpRequest } from 'node:http';
 import type { Cred } from './casket.js';

@@ -26,7 +26,7 @@ export interface CasketOptions {
   agents?: string[];
   /**
    * More keys by name, each with an optional agent binding and IAM-style
-   * policy (DESIGN §7); they come back in `RunningCasket.keys`.
+   * policy (docs/design.md §7); they come back in `RunningCasket.keys`.
    */
   keys?: Record<string, { agent?: string; policy?: unknown }>;
   args?: string[];

@@ -3,7 +3,7 @@
  * reaches casket whole, casket commits and answers, and the proxy cuts the
  * client's connection at the first byte of that answer. The client sees a
  * reset connection — what an SDK retries automatically — while the write
- * has landed: the "lost response" of DESIGN §3's exact retries.
+ * has landed: the "lost response" of docs/design.md §3's exact retries.
  *
  * Interim `100 Continue` answers pass through (boto3 and awscli wait for one
  * before sending a PUT's body); only a final answer is cut.

@@ -2,7 +2,7 @@
  * A real Redis group that fails over: one primary, replicas, and three
  * redis-sentinel processes watching it (Debian's redis-server and
  * redis-sentinel), all on loopback ports, each started and ended by its own
- * PID. For the failover tests of DESIGN §11.
+ * PID. For the failover tests of docs/design.md §11.
  *
  * Every server runs from a config file of its own in a temp dir, so that
  * Sentinel's reconfiguration (REPLICAOF, then CONFIG REWRITE) has a file to

@@ -1,5 +1,5 @@
 /**
- * S3 conditional writes (DESIGN §3) through casket, by a person (admin key,
+ * S3 conditional writes (docs/design.md §3) through casket, by a person (admin key,
  * no agent): If-Match / If-None-Match on PutObject, CopyObject,
  * CompleteMultipartUpload, DeleteObject; 412 with the current ETag; identical bytes
  * still refused (PutObject, CopyObject, DeleteObjects entries); and the races: 16 writers, one ETag, exactly one winner; 16

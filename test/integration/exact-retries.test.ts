@@ -1,5 +1,5 @@
 /**
- * DESIGN §3 through a real casket: a failed condition is a 412 whatever the
+ * docs/design.md §3 through a real casket: a failed condition is a 412 whatever the
  * bytes — the counter that two writers both move from "10" to "11" — and
  * the one exception, an exact retry (same access key, same
  * amz-sdk-invocation-id) of the write that made the current version, which
@@ -190,7 +190,7 @@ describe('CompleteMultipartUpload after a lost answer', () => {
     proxy.loseNext();
     const done = await through.send(complete);
     expect(done.$metadata.attempts).toBe(2);
-    // DESIGN §2: SHA-256 of the concatenated part digests, -N.
+    // docs/design.md §2: SHA-256 of the concatenated part digests, -N.
     const composite = createHash('sha256').update(Buffer.concat(parts.map((p) => createHash('sha256').update(p).digest()))).digest('hex');
     expect(done.ETag).toBe(`"${composite}-2"`);
     const again = await client(casket.url, casket.admin).send(complete);

@@ -1,5 +1,5 @@
 /**
- * `If-None-Match: "etag"` on PutObject and CompleteMultipartUpload (DESIGN §3):
+ * `If-None-Match: "etag"` on PutObject and CompleteMultipartUpload (docs/design.md §3):
  * write unless the current version is one of those named — as Ceph RGW and
  * MinIO honour it (AWS answers 501 NotImplemented, so a user of RGW would lose
  * it through casket). Checked atomically with the commit like every

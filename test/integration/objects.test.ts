@@ -1,7 +1,7 @@
 /**
  * The embedded store through @aws-sdk/client-s3: buckets, objects, ranges,
  * metadata, listing, copy — and the same SHA-256 ETag on every path
- * (DESIGN §2).
+ * (docs/design.md §2).
  */
 import {
   CopyObjectCommand, CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, DeleteObjectsCommand,

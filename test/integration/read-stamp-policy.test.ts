@@ -1,5 +1,5 @@
 /**
- * The read-stamp policy (`--agent-writes read-stamp`, DESIGN §4): tools that
+ * The read-stamp policy (`--agent-writes read-stamp`, docs/design.md §4): tools that
  * cannot send If-Match — rclone, s3cmd — driven by agents with their own
  * keys run interleaved read-modify-write loops on one key. casket conditions
  * each write on the agent's last full read: no update is lost, and the loser
@@ -85,7 +85,7 @@ function readWith(tool: 's3cmd' | 'rclone', cred: Cred): number {
 /**
  * One agent's write with its tool: exit status. The content is the counter
  * alone, so two agents that read the same value write byte-identical bytes:
- * the second must still be refused (DESIGN §3, a failed condition is a 412
+ * the second must still be refused (docs/design.md §3, a failed condition is a 412
  * whatever the bytes).
  */
 function writeWith(tool: 's3cmd' | 'rclone', cred: Cred, value: number): number {

@@ -1,5 +1,5 @@
 /**
- * A state change is acknowledged only once a replica holds it (DESIGN §11):
+ * A state change is acknowledged only once a replica holds it (docs/design.md §11):
  * casket found through Redis Sentinel, on a primary with one replica. While
  * the replica stops acknowledging (SIGSTOP: it still holds its connection, so
  * only WAIT can tell), an agent's write answers 503 ServiceUnavailable with

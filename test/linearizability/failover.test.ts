@@ -1,5 +1,5 @@
 /**
- * No lost update across a Redis failover (DESIGN §11, issue 28), judged by
+ * No lost update across a Redis failover (docs/design.md §11, issue 28), judged by
  * the history checker (helpers/history.ts), not by eye.
  *
  * A Redis group of a primary, two replicas and three sentinels; three caskets

@@ -1,5 +1,5 @@
 /**
- * "Two edits of one version: exactly one lands" (DESIGN §8), judged by the
+ * "Two edits of one version: exactly one lands" (docs/design.md §8), judged by the
  * history checker of the linearizability suite (helpers/history.ts), not by
  * eye. Agents increment a counter line with read_text_file + edit_file over
  * MCP; agents that read the same value make byte-identical edits — the case

@@ -1,5 +1,5 @@
 /**
- * /_casket/mcp on the wire (DESIGN §8): both protocol versions casket
+ * /_casket/mcp on the wire (docs/design.md §8): both protocol versions casket
  * promises, SigV4-signed calls as well as bearer tokens (a literal payload
  * hash checked against the body), and only POST.
  */

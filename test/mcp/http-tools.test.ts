@@ -1,5 +1,5 @@
 /**
- * casket's file tools over Streamable HTTP (DESIGN §8), with the SDK's own
+ * casket's file tools over Streamable HTTP (docs/design.md §8), with the SDK's own
  * Client against a real casket: the tools answer ETags, every write is
  * compare-and-swap, refusals say what changed and the next call, and an
  * agent reading over MCP and writing over S3 is one agent.

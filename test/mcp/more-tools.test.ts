@@ -1,5 +1,5 @@
 /**
- * The rest of the file tools over MCP (DESIGN §8): apply_patch (each file
+ * The rest of the file tools over MCP (docs/design.md §8): apply_patch (each file
  * conditioned on the agent's last full read, never half-patched),
  * search_files, move_file (conditional on both ends), delete_file,
  * read_media_file and what_changed — with the SDK's Client against a real

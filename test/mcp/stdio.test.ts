@@ -1,5 +1,5 @@
 /**
- * `casket mcp`, the stdio bridge (DESIGN §8), with the SDK's own Client
+ * `casket mcp`, the stdio bridge (docs/design.md §8), with the SDK's own Client
  * spawning it as a desktop agent would: the same tools as the HTTP endpoint,
  * run by the casket it points at, under the same guard; `--agent` names the
  * agent of a key bound to none, and a key bound to one agent cannot claim

@@ -1,5 +1,5 @@
 /**
- * Redis by URL or by Sentinel (DESIGN §11, README "Several caskets and Redis
+ * Redis by URL or by Sentinel (docs/design.md §11, README "Several caskets and Redis
  * Sentinel"), as configuration: which flags go together, what each mode waits
  * for by default, and passwords that come from the environment or the config
  * file but never from a flag, which every user of the machine can read.

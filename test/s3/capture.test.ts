@@ -1,5 +1,5 @@
 /**
- * s3/capture.ts: the copy of a body kept for retention (DESIGN §6) is the
+ * s3/capture.ts: the copy of a body kept for retention (docs/design.md §6) is the
  * whole body or nothing — nothing past the limit, nothing from a source that
  * failed — and the consumer sees every byte and every error as without it.
  */

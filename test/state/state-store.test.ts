@@ -1,5 +1,5 @@
 /**
- * One contract for every StateStore (src/state/types.ts, DESIGN §4): memory,
+ * One contract for every StateStore (src/state/types.ts, docs/design.md §4): memory,
  * sqlite (a temp file) and redis (a real redis-server on a loopback port),
  * asserting what a user of casket would notice — whether an agent's reads
  * count as whole, which stamps it has, what the write log says.

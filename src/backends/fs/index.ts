@@ -1,6 +1,6 @@
 /**
  * The embedded store: casket's default backend, a real object store on local
- * disk (DESIGN §1). `openFsBackend({ dataDir })` opens or creates it.
+ * disk (docs/design.md §1). `openFsBackend({ dataDir })` opens or creates it.
  *
  * On disk, under dataDir:
  *   casket.db, casket.db-wal   SQLite (WAL): buckets, objects (metadata, and

@@ -12,7 +12,7 @@
  *   body is the list of the chosen part blobs (with their sizes), then drops
  *   the upload and its parts. Parts not chosen go to the reaper.
  * - ETag: SHA-256 over the concatenated 32-byte SHA-256 digests of the parts,
- *   hex, then `-<part count>` (DESIGN §2). Part ETags are the MD5 of the part,
+ *   hex, then `-<part count>` (docs/design.md §2). Part ETags are the MD5 of the part,
  *   as S3 reports them (clients compare them).
  * - Upload ids are time-ordered (12 hex digits of milliseconds, a sequence
  *   number, then randomness), so ordering by id within a key is ordering by

@@ -1,6 +1,6 @@
 /**
  * The commit of every write to the upstream (PutObject, DeleteObject,
- * CompleteMultipartUpload), atomic under its CommitCondition (DESIGN §1, §3).
+ * CompleteMultipartUpload), atomic under its CommitCondition (docs/design.md §1, §3).
  *
  * A CommitCondition is translated to the upstream's own conditional request:
  * 'if-match' casket ETags → the current version's upstream ETag (it must
@@ -79,7 +79,7 @@ export class Committer {
       throw new S3Error('NotImplemented', `A conditional ${kind} (${header}) cannot be made atomic here: the upstream S3 endpoint does not enforce ${header} on ${kind}, and several casket replicas share it. Run one casket replica, or use an upstream that enforces it.`);
     }
     const form = caps.ifMatchPut || 'quoted';
-    // A failed condition is a refusal whatever the bytes (DESIGN §3): the
+    // A failed condition is a refusal whatever the bytes (docs/design.md §3): the
     // caller learns what the write would have made, to say so in the 412.
     const failed = (current: UpstreamObject | null) => new ConditionFailed(current?.info ?? null, isDelete ? null : (newETag ?? undefined));
     const holds = (current: UpstreamObject | null): boolean => conditionHolds(condition, current?.info.etag ?? null, current?.info);

@@ -1,5 +1,5 @@
 /**
- * casket ETags for objects that live on an upstream (DESIGN §2).
+ * casket ETags for objects that live on an upstream (docs/design.md §2).
  *
  * The ETag casket shows is the SHA-256 of the content (or, for a multipart
  * object, the SHA-256 of the concatenated 32-byte part digests, `-N`). An

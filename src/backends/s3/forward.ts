@@ -9,7 +9,7 @@
  * signs itself are dropped both ways; casket's own `x-amz-meta-casket-*`
  * never crosses.
  *
- * No upstream ETag leaks (DESIGN §2): an `ETag` response header is dropped,
+ * No upstream ETag leaks (docs/design.md §2): an `ETag` response header is dropped,
  * and a text answer (XML configuration documents, at most 1 MiB, read whole)
  * that carries an `<ETag>` element is refused with 501 rather than passed on
  * — the upstream's MD5 ETags are not casket's SHA-256 ones, and casket shows

@@ -1,6 +1,6 @@
 /**
  * The `s3` backend: casket in front of any S3-compatible bucket (AWS S3,
- * MinIO, R2, Ceph RGW, moto...). DESIGN §1–2.
+ * MinIO, R2, Ceph RGW, moto...). docs/design.md §1–2.
  *
  * Every Backend method maps to the upstream's own S3 operation
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_Operations_Amazon_Simple_Storage_Service.html),

@@ -1,7 +1,7 @@
 /**
  * apply_patch {patch}: a unified diff of one or more files (`--- a/bucket/key`,
  * `+++ b/bucket/key`; /dev/null creates or deletes). Each file is
- * conditioned on the version this agent last read in full (DESIGN §8), and
+ * conditioned on the version this agent last read in full (docs/design.md §8), and
  * is committed whole by one conditional write, so no file is ever
  * half-patched.
  *

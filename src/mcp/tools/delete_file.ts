@@ -1,8 +1,8 @@
 /**
  * delete_file {path, expected_etag?}: deletes a file, conditionally as any
- * write (DESIGN §8): on expected_etag, else on the agent's last read of it
+ * write (docs/design.md §8): on expected_etag, else on the agent's last read of it
  * — an agent never deletes content it has not read in full, nor a version
- * newer than the one it read (DESIGN §4).
+ * newer than the one it read (docs/design.md §4).
  */
 import { z } from 'zod';
 import { parseETagArgument, requireFile, showPath } from '../paths.js';

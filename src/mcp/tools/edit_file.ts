@@ -2,16 +2,16 @@
  * edit_file {path, edits:[{oldText,newText}], expected_etag?, dryRun?, merge?}:
  * the edits are applied here, in casket, to the version the condition names
  * — expected_etag, else the agent's last read — and committed with that
- * version as the If-Match condition (DESIGN §8). The backend checks it
+ * version as the If-Match condition (docs/design.md §8). The backend checks it
  * atomically at commit, so of two edits of one version exactly one lands,
- * even when both make the same text (DESIGN §3: a failed condition is a
+ * even when both make the same text (docs/design.md §3: a failed condition is a
  * refusal whatever the bytes).
  *
  * Reading the base to apply the edits records no read stamp: it is casket's
  * read, not the agent's, so the guard still judges the write on what the
  * agent itself read (a partial or stale read is refused as over S3).
  * merge: true sends the write as a three-way merge (x-casket-merge: text,
- * DESIGN §6): when someone changed the file since the base, casket merges
+ * docs/design.md §6): when someone changed the file since the base, casket merges
  * the two when they touch different lines.
  */
 import { createHash } from 'node:crypto';
@@ -25,7 +25,7 @@ import { guarded, refused, tooLarge, type RegisterTool, type ToolEnv } from '../
 /**
  * The refusal of a call whose named version is no longer current, with the
  * current one's state (a HEAD), and whether the current content is what the
- * call would have written (`attempted`, its SHA-256) — DESIGN §3's
+ * call would have written (`attempted`, its SHA-256) — docs/design.md §3's
  * "identical", so the model can tell a landed earlier call of its own.
  */
 export async function changedSince(env: ToolEnv, p: ObjectPath, base: string, attempted?: string): Promise<S3Failure> {
@@ -85,7 +85,7 @@ export const register: RegisterTool = (server, env) => {
           if (got.failure.code === 'EntityTooLarge') return tooLarge(showPath(p), Number.NaN, env.maxTextBytes);
           if (got.failure.code !== 'PreconditionFailed' || base === undefined) return refused(env, 'edit_file', p, got.failure, base);
           // The named version is no longer current. A merge can still start
-          // from it when casket kept it (DESIGN §6); a refusal says whether
+          // from it when casket kept it (docs/design.md §6); a refusal says whether
           // the edit would have made the current content.
           const kept = await env.door.retained(unquote(base));
           if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base);

@@ -2,7 +2,7 @@
  * get_file_info {path}: size, etag, last modified, last writer, and this
  * agent's read stamp of the file — none, partial, full, or stale (it last
  * read another version) — so a model knows whether it may write before it
- * tries. A HEAD: reads nothing, stamps nothing (DESIGN §4).
+ * tries. A HEAD: reads nothing, stamps nothing (docs/design.md §4).
  */
 import { z } from 'zod';
 import { requireFile, showPath } from '../paths.js';

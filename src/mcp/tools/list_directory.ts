@@ -2,7 +2,7 @@
  * list_directory {path}: the files and "directories" (common prefixes under
  * `/`) directly under a bucket/prefix, as the reference server's
  * `[FILE] name` / `[DIR] name` lines, with each file's etag. A listing reads
- * no content and entitles no write (DESIGN §4).
+ * no content and entitles no write (docs/design.md §4).
  */
 import { XMLParser } from 'fast-xml-parser';
 import { z } from 'zod';

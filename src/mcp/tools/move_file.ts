@@ -1,6 +1,6 @@
 /**
  * move_file {source, destination, expected_etag?, destination_etag?}:
- * conditional on both ends (DESIGN §8). S3 has no rename, so a move is two
+ * conditional on both ends (docs/design.md §8). S3 has no rename, so a move is two
  * guarded writes: CopyObject of exactly the source version the agent read
  * (x-amz-copy-source-if-match) to a destination that must not exist (or
  * must still be destination_etag), then DeleteObject of the source under

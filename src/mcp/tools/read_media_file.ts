@@ -2,7 +2,7 @@
  * read_media_file {path}: an image, audio or other binary file, base64, with
  * its MIME type and ETag — as the reference server's tool answers (image and
  * audio content), other types as an embedded resource. A full read stamp
- * (DESIGN §4): the model was given every byte.
+ * (docs/design.md §4): the model was given every byte.
  */
 import { z } from 'zod';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';

@@ -2,7 +2,7 @@
  * read_text_file {path, head?, tail?, offset?, limit?}: the text, its ETag,
  * and the lines shown. A read that shows every line is a full read stamp;
  * head, tail or offset/limit showing less is partial and entitles no write
- * (DESIGN §4), exactly like a Range GET.
+ * (docs/design.md §4), exactly like a Range GET.
  */
 import { z } from 'zod';
 import { BadArgument, requireFile, showPath } from '../paths.js';

@@ -1,5 +1,5 @@
 /**
- * what_changed {since?}: this agent's changes feed (DESIGN §6) — the files
+ * what_changed {since?}: this agent's changes feed (docs/design.md §6) — the files
  * it read that someone else has written since, with who, when, the diff
  * from what it read (capped, when casket kept that version) and a cursor
  * for the next call. Reads as an orchestrator would poll

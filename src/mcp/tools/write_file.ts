@@ -1,6 +1,6 @@
 /**
  * write_file {path, content, expected_etag?, create_only?}: replaces or
- * creates a file, always conditionally (DESIGN §8): on expected_etag
+ * creates a file, always conditionally (docs/design.md §8): on expected_etag
  * (If-Match), on create_only (If-None-Match: *), or — given neither — on the
  * agent's last read of the file, exactly as the S3 guard derives it: a
  * version the agent read becomes If-Match (the guard refuses it when that
@@ -17,7 +17,7 @@ import type { ObjectPath } from '../paths.js';
 /** The S3 condition headers of a write that named neither expected_etag nor create_only. */
 export async function derivedCondition(env: ToolEnv, p: ObjectPath): Promise<Record<string, string>> {
   const agent = env.caller.agent;
-  // A person: plain S3 semantics, as an unconditional PUT (DESIGN §4).
+  // A person: plain S3 semantics, as an unconditional PUT (docs/design.md §4).
   if (agent === undefined) return {};
   // Under read-stamp the guard derives the condition itself.
   if (env.door.agentWrites === 'read-stamp') return {};

@@ -13,7 +13,7 @@ import { readXmlBody } from '../../vocabulary/xml.js';
 export const OWNER = { ID: 'casket', DisplayName: 'casket' };
 
 export const ListBuckets: Handler = async (ctx, { backend }) => {
-  // A key limited by a policy sees only the buckets it may touch (DESIGN §7).
+  // A key limited by a policy sees only the buckets it may touch (docs/design.md §7).
   const buckets = (await backend.listBuckets()).filter((b) => ctx.access.bucketVisible(b.name));
   return xmlResponse('ListAllMyBucketsResult', {
     Owner: OWNER,

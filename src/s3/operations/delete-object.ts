@@ -122,7 +122,7 @@ export const DeleteObjects: Handler = async (ctx, services) => {
     try {
       // Buckets are unversioned: "null" is the one version there is.
       if (entry.versionId !== undefined && entry.versionId !== 'null') throw new S3Error('NoSuchVersion');
-      // Policies (DESIGN §7) per key: a refused key is an <Error> of its own, the others go on.
+      // Policies (docs/design.md §7) per key: a refused key is an <Error> of its own, the others go on.
       ctx.access.authorize({ action: 's3:DeleteObject', resource: objectResource(bucket, entry.key) });
       await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects');
       if (!quiet) deleted.push({ Key: entry.key, ...version });

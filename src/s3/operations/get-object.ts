@@ -4,8 +4,8 @@
  * multipart object, response-* overrides, ?versionId=null (casket buckets are
  * unversioned: "null" is the only version). A GET by an agent records a read
  * stamp once the response is over: full only if every byte was delivered and
- * the bytes delivered so far cover the version (DESIGN §4). HEAD reads nothing.
- * A whole small version delivered to an agent is kept (DESIGN §6): its bytes
+ * the bytes delivered so far cover the version (docs/design.md §4). HEAD reads nothing.
+ * A whole small version delivered to an agent is kept (docs/design.md §6): its bytes
  * are copied as they stream past (s3/capture.ts) and kept after the response.
  */
 import type { Readable } from 'node:stream';

@@ -5,7 +5,7 @@
  * body when the client signed it (x-amz-content-sha256) or declared it
  * (x-amz-checksum-sha256): then a retried write of the current content is
  * recognised before a byte is sent. An agent's small body is copied as it
- * streams and kept once committed (DESIGN §6); `x-casket-merge: text` asks
+ * streams and kept once committed (docs/design.md §6); `x-casket-merge: text` asks
  * for a three-way merge when the base is not current (s3/merge-write.ts).
  */
 import type { Payload } from '../../backends/types.js';

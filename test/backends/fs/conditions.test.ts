@@ -3,8 +3,8 @@
  * (absent / current ETag listed / not listed) for PutObject and DeleteObject
  * and for conditionHolds itself (with its size / last-modified conditions); a
  * failed condition fails even when the write carries the current version's
- * own bytes (DESIGN §3), a refused body is discarded, and a conditional delete
- * of a key already gone fails. Plus the races DESIGN §3 promises: 16 concurrent puts conditioned
+ * own bytes (docs/design.md §3), a refused body is discarded, and a conditional delete
+ * of a key already gone fails. Plus the races docs/design.md §3 promises: 16 concurrent puts conditioned
  * on the same ETag, or create-only, with distinct or identical bytes — exactly
  * one wins, every other is refused naming it.
  */
@@ -49,7 +49,7 @@ const TABLE: Array<[string, State, Expected, CommitCondition]> = [
   ['if-match [CURRENT uppercased]', 'unlisted', 'fail', { type: 'if-match', etags: [CURRENT_ETAG.toUpperCase()] }],
   ['if-none-match', 'absent', 'write', { type: 'if-none-match' }],
   ['if-none-match', 'listed', 'fail', { type: 'if-none-match' }],
-  // If-None-Match: "etag" (as Ceph RGW and MinIO honour it; DESIGN §3).
+  // If-None-Match: "etag" (as Ceph RGW and MinIO honour it; docs/design.md §3).
   ['if-none-match [current]', 'listed', 'fail', { type: 'if-none-match', etags: [CURRENT_ETAG] }],
   ['if-none-match [other, current]', 'listed', 'fail', { type: 'if-none-match', etags: [OTHER_ETAG, CURRENT_ETAG] }],
   ['if-none-match [other]', 'unlisted', 'write', { type: 'if-none-match', etags: [OTHER_ETAG] }],
@@ -87,7 +87,7 @@ describe('PutObject', () => {
   });
 
   it.each(TABLE.filter(([, state, expected]) => expected === 'fail' && state !== 'absent'))(
-    '%s with the key %s: the same content as the current version still fails (DESIGN §3)',
+    '%s with the key %s: the same content as the current version still fails (docs/design.md §3)',
     async (_label, state, _expected, condition) => {
       const current = await prepare(state);
       const e = await failure(store.putObject('bkt', 'k', payloadOf(CURRENT), { ...PUT_DEFAULTS, condition, metadata: { ignored: 'yes' }, writer: 'retry' }));
