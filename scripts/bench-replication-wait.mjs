@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
- * What waiting for a Redis replica costs a conditional PutObject (docs/design.md §11,
- * issue 28): two caskets on the embedded store sharing one Redis primary that
+ * What waiting for a Redis replica costs a conditional PutObject (docs/design.md §11):
+ * two caskets on the embedded store sharing one Redis primary that
  * has one replica — one with plain `--redis-url`, one that also waits for the
  * replica on every state change (`--redis-min-replicas 1`, what
  * `--redis-sentinels` does by default) — driven in alternating runs by the

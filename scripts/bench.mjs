@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * What casket costs, against the direct path, in one run (issues 6 and 11).
+ * What casket costs, against the direct path, in one run (README: Performance).
  *
  *   npm run bench -- [options]          (builds, then runs this file)
  *   node scripts/bench.mjs --quick      (about 4 minutes on 2 cores, with RGW)
@@ -19,7 +19,7 @@
  *   streaming reverse proxy to the same upstream (the floor any proxy pays),
  *   and `node`, a bare Node.js pass-through proxy (bench/node-proxy.mjs: the
  *   floor any proxy written for Node pays); casket → upstream is compared
- *   with all three, side by side (issue 11).
+ *   with all three, side by side.
  * PutObject bodies go in the forms clients send (payload.mjs): signed hex,
  * UNSIGNED-PAYLOAD, and the SDK's aws-chunked with a CRC32 trailer; every
  * form is sent to the baselines too, unless the upstream refuses it (said in
@@ -59,7 +59,7 @@ const MOTO_CRED = { accessKeyId: 'benchmoto', secretAccessKey: 'benchmotosecret'
 // Where scripts/ceph-rgw-up.sh puts RGW by default, with its default keys.
 const RGW_PROBE_URL = 'http://127.0.0.1:18080';
 const RGW_DEFAULT_CRED = { accessKeyId: 'test', secretAccessKey: 'test' };
-// The concurrency issue 11's goals are stated at.
+// The concurrency the performance goals (README: Performance) are stated at.
 const GOAL_CONC = 8;
 
 // ---------------------------------------------------------------- options
@@ -232,8 +232,9 @@ function serverCpuMs(pid) {
 
 /**
  * The PutObject body forms a cell of `size` runs in. Upstream cells of 1 MiB
- * and more run all three by default (issue 11 states its large-body goals per
- * form); small cells and the embedded store, signed only unless --payloads.
+ * and more run all three by default (the performance goals for large bodies
+ * are stated per form: README, Performance); small cells and the embedded
+ * store, signed only unless --payloads.
  */
 function payloadsFor(opts, size, upstream) {
   if (opts.payloads) return opts.payloads;
@@ -268,8 +269,9 @@ async function findUpstreams(opts) {
     };
   } else if (opts.rgwProbe && (await answers(RGW_PROBE_URL))) rgw = { url: RGW_PROBE_URL, how: `answering at ${RGW_PROBE_URL}, keys test/test`, cred: RGW_DEFAULT_CRED };
   const missing = [];
-  // --quick with RGW found: RGW is the upstream issue 11 measures and moto its
-  // stand-in, and both would double the upstream half of a short run.
+  // --quick with RGW found: RGW is the upstream the performance goals are
+  // measured against and moto its stand-in, and both would double the
+  // upstream half of a short run.
   if (rgw && opts.quick && !opts.explicit.has('--moto') && found[0]?.name === 'moto') {
     found.shift();
     missing.push({ what: 'moto', reason: '--quick with RGW found: moto left out (--moto to include it)' });
@@ -605,7 +607,7 @@ const FALLBACK = { 'chunked-crc32': ['chunked-crc32-length', 'unsigned', 'signed
 /**
  * Which targets a PutObject cell in `form` runs, and what each sends.
  * Direct refusing the form: direct leaves the cell and casket is compared
- * with nginx only (issue 11), nginx sending the nearest form the upstream
+ * with nginx only, nginx sending the nearest form the upstream
  * takes (nginx passes the body through, so it is refused whenever the
  * upstream is). Without nginx, direct sends that fallback instead. Casket
  * refusing the form: casket leaves the cell, and the refusal is reported.
@@ -1235,7 +1237,7 @@ async function main() {
     log(`== ${sizeName(opts.bigSize)} PutObject + GetObject, embedded store, fresh casket`);
     report.big = await bigObject(opts, env);
   }
-  // Through the upstream path too (issue 11): RGW only, since moto keeps
+  // Through the upstream path too: RGW only, since moto keeps
   // every body in its own memory and would measure moto, not casket.
   if (phases.has('big')) {
     for (const up of upstreams.filter((u) => u.name === 'rgw')) {
@@ -1387,9 +1389,9 @@ function rssGoal(b) {
 }
 
 /**
- * Issue 11's goals, as it states them: casket in front of Ceph RGW, c=8,
- * medians of ≥ 3 alternating runs. Ratios are of req/s (the same as of MiB/s
- * within one cell, all targets moving one size).
+ * The performance goals, as README's Performance section states them: casket
+ * in front of Ceph RGW, c=8, medians of ≥ 3 alternating runs. Ratios are of
+ * req/s (the same as of MiB/s within one cell, all targets moving one size).
  */
 function issue11Goals(report, opts) {
   const out = [];

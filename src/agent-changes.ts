@@ -1,5 +1,5 @@
 /**
- * What changed, for agents and their orchestrators (docs/design.md §6, issue 12),
+ * What changed, for agents and their orchestrators (docs/design.md §6),
  * signed with SigV4 like any S3 request:
  *   GET /_casket/diff?bucket=B&key=K&from=ETAG&to=ETAG|current — any key that
  *       may read the object: a unified diff (text/x-diff) from a retained

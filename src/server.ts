@@ -275,7 +275,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
    * An S3 request, from the socket to handleS3 and back, without Hono and
    * its Fetch adapter: no Request, Headers or URL object per request (4 KiB
    * PutObject through casket to Ceph RGW: 661 → 589 µs of CPU per request,
-   * alternating A/B runs, issue 11). Bucket names cannot start with '_', so
+   * measured in alternating A/B runs). Bucket names cannot start with '_', so
    * no S3 path-style request is under /_casket/.
    */
   const serveS3 = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> => {

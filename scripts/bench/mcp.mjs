@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The MCP file tools' cost against the same work over S3, in one run
- * (issue 21): read_text_file of a 10 KiB file against an agent's GetObject,
+ * (docs/design.md §8): read_text_file of a 10 KiB file against an agent's GetObject,
  * and edit_file against GetObject + a PutObject with If-Match (what an S3
  * client must do to make the same edit safely), at concurrency 1 and 8.
  * Each worker is its own agent with its own file (no contention: the cost of

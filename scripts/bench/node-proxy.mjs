@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * A bare Node.js reverse proxy — the bench's `node` baseline (issue 11): what
+ * A bare Node.js reverse proxy — the bench's `node` baseline: what
  * any proxy written for Node pays before it does anything of its own.
  * node:http server and client, a keep-alive agent, bodies piped both ways
  * with backpressure, headers passed as received (Host too, so the client's

@@ -8,7 +8,7 @@
  *   parameter of a presigned URL), https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_temp_use-resources.html
  * - An expired token is refused with ExpiredToken ("The provided token has
  *   expired."), https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html
- *   — with 403, as issue 13 asks (AWS's S3 table says 400).
+ *   — with 403, as README's STS section documents (AWS's S3 table says 400).
  *
  * Why a step before SigV4 rather than an async CredentialLookup: static keys
  * (every request today) keep the synchronous lookup and pay nothing; only a

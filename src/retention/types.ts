@@ -1,5 +1,5 @@
 /**
- * Retention of the versions agents saw (docs/design.md §6, issue 12): the content of
+ * Retention of the versions agents saw (docs/design.md §6): the content of
  * small objects that an agent read in full or wrote, kept content-addressed by
  * SHA-256 so casket can show what changed since (a diff) and merge an edit
  * made on an older version (three-way). Within a byte budget and the stamp

@@ -1,5 +1,5 @@
 /**
- * Opt-in three-way merge of a PutObject (docs/design.md §6, issue 12): a write with
+ * Opt-in three-way merge of a PutObject (docs/design.md §6): a write with
  * `If-Match: <base>` and the signed header `x-casket-merge: text`. When the
  * base is still current it is an ordinary write. When someone else wrote
  * since, the base is retained, and the sent body and the current version are

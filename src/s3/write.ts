@@ -69,7 +69,7 @@ export interface GuardedWrite<T> {
   agentRules?: false;
 }
 
-/** Refusals that link a diff from the agent's last-seen version (issue 12). */
+/** Refusals that link a diff from the agent's last-seen version (docs/design.md §6). */
 const DIFF_REFUSALS = new Set(['precondition-failed', 'precondition-required', 'partial-read', 'stale-read']);
 
 /** The path of the diff between two versions of a key (served by agent-changes.ts). */

@@ -18,7 +18,7 @@ export const S3_ERRORS = {
   BucketNotEmpty: [409, 'The bucket that you tried to delete is not empty.'],
   EntityTooLarge: [400, 'Your proposed upload exceeds the maximum allowed object size.'],
   EntityTooSmall: [400, 'Your proposed upload is smaller than the minimum allowed object size.'],
-  // 403 as issue 13 asks; AWS's table says 400.
+  // 403, as README's STS section documents; AWS's table says 400.
   ExpiredToken: [403, 'The provided token has expired.'],
   IncompleteBody: [400, 'You did not provide the number of bytes specified by the Content-Length HTTP header.'],
   InternalError: [500, 'We encountered an internal error. Please try again.'],

@@ -1,5 +1,5 @@
 /**
- * The client matrix under policies (docs/design.md §7, issue 13): awscli, s3cmd,
+ * The client matrix under policies (docs/design.md §7): awscli, s3cmd,
  * rclone and minio-js, each with a key that may only work under its own
  * prefix `matrix/<tool>/`, upload, list, download and delete there, and fail
  * (exit code / AccessDenied) when they step outside it. Each key is a person's

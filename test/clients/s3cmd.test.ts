@@ -7,7 +7,7 @@
  * warnings, no retries, and `sync` twice copies nothing the second time.
  * s3cmd adds `If-Match` only with --add-header, so this casket runs
  * `--agent-writes read-stamp`. The same commands again with
- * `signature_v2 = True` (Signature Version 2 header auth, issue 10).
+ * `signature_v2 = True` (Signature Version 2 header auth).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -113,7 +113,7 @@ describe.runIf(available).each(PROTOCOLS)('s3cmd over %s', (protocol) => {
     });
   });
 
-  // Signature Version 2 (issue 10): the same commands with `signature_v2 = True`.
+  // Signature Version 2: the same commands with `signature_v2 = True`.
   describe.each(ROLES)('with signature_v2 = True, as %s', (role: Role) => {
     const bucket = `s3cmd-v2-${role}`;
     let cmd: ReturnType<typeof s3cmd>;

@@ -1,6 +1,6 @@
 /**
- * Second, independent tests of behaviours that one test each used to carry
- * (issue 22), through casket's HTTP front in this process: CopyObject's
+ * Second, independent tests of behaviours that one test each used to carry,
+ * through casket's HTTP front in this process: CopyObject's
  * x-amz-copy-source-if-match, DeleteObjects' per-key <ETag>, a wrong
  * x-amz-checksum-sha256, and the access-key half of an exact retry.
  */

@@ -1,6 +1,6 @@
 /**
- * A linearizability check for compare-and-swap histories (issue: "no lost
- * update", judged by a checker, not by eye).
+ * A linearizability check for compare-and-swap histories (so "no lost
+ * update" is judged by a checker, not by eye).
  *
  * Writers increment a counter object: read it (version V, value n), write
  * n + 1 conditioned on V. The bytes repeat across writers on purpose — two

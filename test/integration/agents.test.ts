@@ -1,5 +1,5 @@
 /**
- * Agents (docs/design.md §4, issue 3): identity, required preconditions, read stamps,
+ * Agents (docs/design.md §4): identity, required preconditions, read stamps,
  * partial and stale reads — each scenario asserting status, error code,
  * reason and the ETags returned, with per-agent keys.
  */

@@ -1,6 +1,6 @@
 /**
- * Flexible checksums as AWS S3 keeps them (issue 10 item 3;
- * https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html):
+ * Flexible checksums as AWS S3 keeps them
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/checking-object-integrity.html):
  * the checksum a PutObject / UploadPart carried is stored and answered on
  * GetObject / HeadObject with `x-amz-checksum-mode: ENABLED`; multipart
  * uploads created with an algorithm get per-part checksums, validation of the

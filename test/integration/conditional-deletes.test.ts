@@ -1,6 +1,6 @@
 /**
- * The conditional deletes AWS added in 2024 (issue 10 item 6,
- * https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html):
+ * The conditional deletes AWS added in 2024
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html):
  * `x-amz-if-match-size` and `x-amz-if-match-last-modified-time` on
  * DeleteObject, `<Size>` and `<LastModifiedTime>` in DeleteObjects entries.
  * A version that differs → 412 PreconditionFailed (with casket's current

@@ -1,5 +1,5 @@
 /**
- * Crash safety (docs/design.md §1, issue 2): kill -9 casket while large PutObjects
+ * Crash safety (docs/design.md §1): kill -9 casket while large PutObjects
  * and multipart completions are in flight, restart it on the same data dir,
  * and every object must be whole — exactly one of the versions a client
  * tried to write (or the one before), its bytes matching its ETag — and

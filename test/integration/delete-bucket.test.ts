@@ -1,5 +1,5 @@
 /**
- * DeleteBucket as AWS S3 answers it (issue 10 item 1): a bucket that holds
+ * DeleteBucket as AWS S3 answers it: a bucket that holds
  * only in-progress multipart uploads is deleted, and its uploads with it; a
  * bucket that holds an object is not (409 BucketNotEmpty), and keeps its
  * uploads. Runs on the embedded store and through moto / Ceph RGW.

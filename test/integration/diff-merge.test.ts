@@ -1,5 +1,5 @@
 /**
- * What changed, and merging (docs/design.md §6, issue 12), end to end with the JS SDK
+ * What changed, and merging (docs/design.md §6), end to end with the JS SDK
  * and boto3, on the embedded store or through CASKET_TEST_UPSTREAM: two
  * agents editing different sections of one markdown file both land with
  * `x-casket-merge: text`; overlapping edits are a 412 merge-conflict whose

@@ -1,5 +1,5 @@
 /**
- * No upstream ETag leaks (issue 10 item 8, docs/design.md §2): every answer casket
+ * No upstream ETag leaks (docs/design.md §2): every answer casket
  * builds or forwards shows casket's ETags — the SHA-256 of an object
  * (`<sha256 of part digests>-N` for multipart), the MD5 of a part as S3
  * shows part ETags — never the upstream's MD5 object ETags. Meant to be run

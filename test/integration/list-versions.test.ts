@@ -1,6 +1,6 @@
 /**
  * ListObjectVersions on casket's (unversioned) buckets, as AWS S3 answers it
- * for a bucket that never had versioning (issue 10 item 5): every object once,
+ * for a bucket that never had versioning: every object once,
  * VersionId `null`, IsLatest true, casket's SHA-256 ETag; key-marker /
  * version-id-marker paging, prefix, delimiter, encoding-type=url; and the
  * cleanup every tool does with it — DeleteObject / DeleteObjects with

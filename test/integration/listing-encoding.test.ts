@@ -1,5 +1,5 @@
 /**
- * Smaller differences from AWS S3 that clients notice (issue 10 item 7):
+ * Smaller differences from AWS S3 that clients notice:
  * - encoding-type=url listings encode as AWS does (`/` kept, space as `%20`,
  *   everything else %XX) in keys, v2's Prefix, Delimiter, StartAfter, v1's
  *   Marker / NextMarker (not v1's top-level Prefix) and common prefixes — and boto3, which always asks

@@ -1,6 +1,6 @@
 /**
- * GetObjectAttributes (issue 10 item 4;
- * https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObjectAttributes.html),
+ * GetObjectAttributes
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObjectAttributes.html),
  * modeled by casket on both backends: the ETag is casket's SHA-256 one (never
  * an upstream's MD5), ObjectParts pages with MaxParts / PartNumberMarker, and
  * an agent asking for attributes has read nothing (no read stamp). Runs on the

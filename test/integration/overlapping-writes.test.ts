@@ -1,7 +1,7 @@
 /**
  * Two PutObjects of one key from one client, the second started while the
- * first is still sending its body (issue 9: through casket → Ceph RGW the
- * first failed after a long wait with 503, because whatever serialized writes
+ * first is still sending its body (through casket → Ceph RGW the first
+ * once failed after a long wait with 503, because whatever serialized writes
  * to the key was held across the first body, and the second waited for it
  * while the client waited for the second). Whatever orders writes to a key
  * must never wait on a client's own upload: both answer, the second at once,

@@ -1,5 +1,5 @@
 /**
- * Per-key policies (docs/design.md §7, issue 13): a key allowed `policies/agents/alice/*`
+ * Per-key policies (docs/design.md §7): a key allowed `policies/agents/alice/*`
  * reads and writes there and gets 403 AccessDenied everywhere else — GET, PUT,
  * DELETE, CopyObject both ways, DeleteObjects with a mixed list, multipart,
  * listings outside its prefix, ListBuckets, bucket deletion — and a Deny beats

@@ -1,5 +1,5 @@
 /**
- * Smaller differences from AWS S3 that clients notice (issue 10 item 7):
+ * Smaller differences from AWS S3 that clients notice:
  * - a presigned SigV4 URL with X-Amz-Expires out of range (0, > 604800,
  *   negative, not a number) or expired → 403 AccessDenied, not 400;
  * - `Expect:` values other than `100-continue` are ignored, not 417;

@@ -1,5 +1,5 @@
 /**
- * Signature Version 2 with real clients (issue 10 item 2): boto3's default
+ * Signature Version 2 with real clients: boto3's default
  * presigner against a custom endpoint in us-east-1 (no signature_version —
  * it produces `?AWSAccessKeyId=…&Signature=…&Expires=…`, CLIENTS.md) for GET
  * and PUT; a tampered signature → 403 SignatureDoesNotMatch; an expired URL

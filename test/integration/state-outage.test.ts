@@ -1,5 +1,5 @@
 /**
- * The state store goes away (docs/design.md §4; issue 9 item 4): with Redis stopped,
+ * The state store goes away (docs/design.md §4): with Redis stopped,
  * an agent's write — which needs the agent's read stamp before it may commit —
  * answers 503 ServiceUnavailable in S3 XML with Retry-After, and nothing is
  * written; reads keep working; a person's conditional write, which needs no

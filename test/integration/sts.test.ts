@@ -1,5 +1,5 @@
 /**
- * Short-lived agent credentials (docs/design.md §7, issue 13): the JS SDK's STSClient
+ * Short-lived agent credentials (docs/design.md §7): the JS SDK's STSClient
  * and boto3's STS client mint credentials at casket's own endpoint; requests
  * with them are the named agent's (If-Match still required), narrowed by a
  * session policy and by the caller's own policy; refused after expiry and

@@ -1,5 +1,5 @@
 /**
- * Bad input on the wire gets a clear S3 error and loses nothing (issue 2):
+ * Bad input on the wire gets a clear S3 error and loses nothing (docs/design.md §1):
  * forged payload hashes, bad signatures, skew, presigned URLs (and their
  * expiry), Content-MD5 and checksum headers, signed aws-chunked bodies with a
  * tampered chunk, bad trailers, broken framing, a client that disconnects

@@ -1,5 +1,5 @@
 /**
- * No lost update across a Redis failover (docs/design.md §11, issue 28), judged by
+ * No lost update across a Redis failover (docs/design.md §11), judged by
  * the history checker (helpers/history.ts), not by eye.
  *
  * A Redis group of a primary, two replicas and three sentinels; three caskets
@@ -43,7 +43,7 @@ const WRITERS = 16;
 const AGENTS = Array.from({ length: WRITERS / 2 }, (_, i) => `a${i}`);
 const bucket = 'failover';
 const key = 'counter';
-/** The issue's bound: writes succeed again within 30 s of the kill. */
+/** The bound this test holds recovery to: writes succeed again within 30 s of the kill. */
 const RECOVERY_MS = 30_000;
 /** A run that is still going after this is stuck: it fails rather than hangs CI. */
 const RUN_BUDGET_MS = 4 * 60_000;

@@ -20,8 +20,9 @@
  *
  * Shared waiters pass a waiting exclusive one: a shared holder may be a
  * streamed body still in flight, and the client sending it may be waiting
- * for its own next request to this key (issue 9's overlapping PutObjects,
- * with a conditional DeleteObject in between) — queued behind the exclusive
+ * for its own next request to this key (two overlapping PutObjects, with a
+ * conditional DeleteObject in between, as in
+ * test/integration/overlapping-writes.test.ts) — queued behind the exclusive
  * writer, which waits for the first body, that request would never be
  * answered. The price: an exclusive writer waits until no shared write of
  * the key is in flight, so a key written without pause delays it (it is

@@ -9,7 +9,7 @@
  * request through generic layers (an HttpRequest clone, header
  * normalisation, async hashing per step, its own key cache lookup) and cost
  * about a tenth of casket's CPU on a 4 KiB PutObject through Ceph RGW
- * (measured with --cpu-prof, issue 11). Here the signing key is derived once
+ * (measured with --cpu-prof). Here the signing key is derived once
  * per day, the x-amz-date string once per second, and the canonical request
  * is one string. @smithy/signature-v4 stays the reference:
  * test/backends/s3/signer.test.ts signs the same requests with both and

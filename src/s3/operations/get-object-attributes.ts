@@ -5,7 +5,7 @@
  * `x-amz-max-parts` / `x-amz-part-number-marker` paging the parts.
  *
  * casket models it on both backends (never forwarded), so the ETag is always
- * casket's SHA-256 one, never an upstream's MD5 (issue 10 item 8). It reads
+ * casket's SHA-256 one, never an upstream's MD5 (docs/design.md §2). It reads
  * the object's metadata only (HeadObject): no content, so no read stamp.
  *
  * Known differences from AWS S3: `Part` entries are listed with their sizes

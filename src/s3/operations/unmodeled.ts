@@ -1,7 +1,7 @@
 /**
  * Operations casket does not model — object tagging, bucket versioning, CORS,
  * policy, website, encryption... — are forwarded to an upstream after auth
- * (docs/design.md §1, issue 4), re-signed by the backend with the upstream's keys.
+ * (docs/design.md §1), re-signed by the backend with the upstream's keys.
  * Except what could change object content without passing the guard: a
  * lifecycle configuration can expire or transition objects behind casket's
  * back, so PutBucketLifecycleConfiguration is refused. On the embedded store

@@ -1,5 +1,5 @@
 /**
- * No upstream ETag leaks through a forwarded operation (issue 10 item 8,
+ * No upstream ETag leaks through a forwarded operation (docs/design.md §2,
  * src/backends/s3/forward.ts), against a scripted upstream on port 0 so every
  * case is certain: an `ETag` response header is dropped, a text answer that
  * names an <ETag> is refused (501 NotImplemented) instead of passed on, and
