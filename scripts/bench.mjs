@@ -1349,7 +1349,7 @@ function goals(report, opts) {
       }
     }
   }
-  out.push(...issue11Goals(report, opts));
+  out.push(...speedGoals(report, opts));
   for (const [op, want] of [['PutObject', 2000], ['GetObject', 4000]]) {
     const cell = findCell(report, 'embedded', op === 'PutObject' ? 'put' : 'get', op, 4096, 8);
     const goal = `embedded 4 KiB ${op} c=8 ≥ ${want.toLocaleString('en-US')} req/s`;
@@ -1393,7 +1393,7 @@ function rssGoal(b) {
  * in front of Ceph RGW, c=8, medians of ≥ 3 alternating runs. Ratios are of
  * req/s (the same as of MiB/s within one cell, all targets moving one size).
  */
-function issue11Goals(report, opts) {
+function speedGoals(report, opts) {
   const out = [];
   const name = 'rgw';
   const group = `upstream:${name}`;

@@ -16,7 +16,7 @@
  * path as received, then the signed sub-resources, sorted, values decoded.
  *
  * Who sends it: boto3 / botocore's default presigner against a custom
- * endpoint in us-east-1 (CLIENTS.md), s3cmd with `signature_v2 = True`,
+ * endpoint in us-east-1 (README "Clients"), s3cmd with `signature_v2 = True`,
  * older tools. Same credentials, agent binding and error codes as SigV4.
  *
  * Known gaps / leniencies:

@@ -3,7 +3,7 @@
  * bound to an agent in the credentials config, or when it carries the agent
  * header. A key bound to agent A that names agent B is refused: per-agent keys
  * are the identity that holds (rclone and minio-js send custom headers
- * unsigned, s3cmd only on some requests — CLIENTS.md).
+ * unsigned, s3cmd only on some requests — README "Clients").
  */
 import { S3Error } from '../vocabulary/errors.js';
 

@@ -69,7 +69,7 @@ export interface Outcome {
 }
 
 /**
- * Clients that take a dash-less ETag for an MD5 of the body (CLIENTS.md):
+ * Clients that take a dash-less ETag for an MD5 of the body (README "Clients"):
  * AWS SDK for Java v1 names itself; s3cmd 2.3.0 sends no User-Agent at all
  * (Python's http.client adds none), while every SDK and tool measured here
  * sends one — so a request without a User-Agent gets the `-1` form too.

@@ -2,7 +2,7 @@
  * ETags on the wire (docs/design.md §2). Inside casket an ETag is unquoted: the
  * SHA-256 of the content (64 hex) or `<sha256 of part digests>-<N>`. On the
  * wire it is quoted (RFC 9110 §8.8.3), and for clients that take a dash-less
- * ETag for an MD5 (s3cmd 2.3.0, AWS SDK for Java v1 — CLIENTS.md) a plain
+ * ETag for an MD5 (s3cmd 2.3.0, AWS SDK for Java v1 — README "Clients") a plain
  * ETag is shown as `"<sha256>-1"`. Conditions may name either form.
  */
 import { createHash } from 'node:crypto';

@@ -1,6 +1,6 @@
 /**
  * minio (npm) through casket: putObject, fPutObject of a multipart-sized file
- * (minio-js numbers its parts from 2 — CLIENTS.md), getObject,
+ * (minio-js numbers its parts from 2 — README "Clients"), getObject,
  * getPartialObject, listObjectsV2, statObject — over HTTP and HTTPS, as a
  * person and as an agent. minio-js cannot put a condition on the
  * CompleteMultipartUpload of fPutObject, so this casket runs

@@ -3,7 +3,7 @@
  * the way their users configure them and isolated from this machine's own
  * configuration: a test never reads ~/.aws, ~/.s3cfg or rclone.conf, and the
  * AWS_* variables of the environment are dropped (AWS_CA_BUNDLE breaks rclone
- * 1.60 — CLIENTS.md). Every failure names the tool and the command it ran.
+ * 1.60 — README "Clients"). Every failure names the tool and the command it ran.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';

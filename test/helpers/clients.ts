@@ -1,7 +1,7 @@
 /**
  * Real clients pointed at a running casket: @aws-sdk/client-s3 (path style,
  * optionally tagging every request with the agent header, signed, as the
- * SDK middleware in CLIENTS.md does) and minio-js.
+ * SDK middleware in README "Clients" does) and minio-js.
  */
 import { S3Client } from '@aws-sdk/client-s3';
 import * as Minio from 'minio';

@@ -45,7 +45,7 @@ function rcloneEnv(cred: Cred): NodeJS.ProcessEnv {
     RCLONE_CONFIG_CK_REGION: 'us-east-1',
     RCLONE_CONFIG: join(dir, 'rclone.conf'),
   };
-  delete env.AWS_CA_BUNDLE; // rclone 1.60 fails to start with it set (CLIENTS.md)
+  delete env.AWS_CA_BUNDLE; // rclone 1.60 fails to start with it set (README "Clients")
   return env;
 }
 
@@ -127,7 +127,7 @@ describe.runIf(haveTools)('read-stamp policy with unmodified tools', () => {
       expect(writeWith(first!.tool, first!.cred(), a + 1), `${first!.tool} write in round ${round}`).toBe(0);
       successes++;
       const loser = writeWith(second!.tool, second!.cred(), b + 1);
-      // How each tool reports a 412 (CLIENTS.md): s3cmd exit 14, rclone exit 1.
+      // How each tool reports a 412 (README "Clients"): s3cmd exit 14, rclone exit 1.
       expect(loser, `${second!.tool} must fail in round ${round}`).not.toBe(0);
       expect(loser).toBe(second!.tool === 's3cmd' ? 14 : 1);
       // The loser re-reads and applies its increment on the new version: no update lost.
@@ -159,7 +159,7 @@ describe.runIf(haveTools)('read-stamp policy with unmodified tools', () => {
         }
         const next = String(Number(got.stdout.trim()) + 1);
         const put = tool === 's3cmd' ? await s3cmdAsync(cred, ['put', '-', `s3://${bucket}/race`], next) : await rcloneAsync(cred, ['rcat', `ck:${bucket}/race`], next);
-        // A lost race is the tool's own precondition error (CLIENTS.md), nothing else.
+        // A lost race is the tool's own precondition error (README "Clients"), nothing else.
         expect([0, tool === 's3cmd' ? 14 : 1], `${tool} write: ${put.stderr}`).toContain(put.status);
         if (put.status === 0) won++;
         else refused++;

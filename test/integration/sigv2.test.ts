@@ -1,7 +1,7 @@
 /**
  * Signature Version 2 with real clients: boto3's default
  * presigner against a custom endpoint in us-east-1 (no signature_version —
- * it produces `?AWSAccessKeyId=…&Signature=…&Expires=…`, CLIENTS.md) for GET
+ * it produces `?AWSAccessKeyId=…&Signature=…&Expires=…`, README "Clients") for GET
  * and PUT; a tampered signature → 403 SignatureDoesNotMatch; an expired URL
  * → 403 AccessDenied; an agent-bound key signing V2 is that agent; boto3 with
  * `signature_version="s3"` (V2 header auth) for a whole object round trip.

@@ -1,5 +1,5 @@
 /**
- * The side calls clients make that must not break them (CLIENTS.md: s3cmd
+ * The side calls clients make that must not break them (README "Clients": s3cmd
  * `info` reads ?policy, ?cors, ?acl; `cp` reads and writes ?acl). casket
  * buckets and objects are private, unversioned, with no policy,
  * lifecycle or tags (CORS: bucket-cors.ts): the reads answer that in S3's own words, and a write that

@@ -3,7 +3,7 @@
  * GetBucketLocation (https://docs.aws.amazon.com/AmazonS3/latest/API/).
  * casket is single-tenant: every credential without a policy sees every bucket, so
  * CreateBucket of an existing bucket answers 200 as S3 does in us-east-1 for
- * its owner (rclone creates the bucket before every upload — CLIENTS.md).
+ * its owner (rclone creates the bucket before every upload — README "Clients").
  */
 import type { Handler } from '../context.js';
 import { hasBody, requireBucket } from '../context.js';
