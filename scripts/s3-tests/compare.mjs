@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Nothing lost through casket (issue 23): compares a run straight at an
+ * Nothing lost through casket: compares a run straight at an
  * upstream with a run through casket in front of it (result files written by
  * run.mjs --out) and lists every test that passes direct but fails through
  * casket. The one regression allowed by design is the ETag's form

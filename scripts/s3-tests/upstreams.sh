@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Nothing lost through casket (issue 23): runs the s3-tests selection straight
+# Nothing lost through casket: runs the s3-tests selection straight
 # at moto and at Ceph RGW and through casket in front of each, checks the
 # through-casket outcomes against the kept lists (results/moto.txt,
 # results/rgw.txt), and lists every test that passes straight but not through
