@@ -10,8 +10,6 @@ export type RefusalReason =
   | 'precondition-failed'
   /** If-Match named a key that does not exist. */
   | 'no-such-key'
-  /** If-None-Match carried an ETag, which S3 does not implement on writes. */
-  | 'not-implemented'
   /** An agent wrote without If-Match / If-None-Match. */
   | 'precondition-required'
   /** The agent's latest read of the current version did not cover all of it. */

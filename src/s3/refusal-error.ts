@@ -1,7 +1,7 @@
 /**
  * Renders a guard Refusal as the S3 error a client understands: 412
- * PreconditionFailed, 428 PreconditionRequired, 404 NoSuchKey or 501
- * NotImplemented — and, beyond S3, the current state of the object so an agent
+ * PreconditionFailed, 428 PreconditionRequired or 404 NoSuchKey — and,
+ * beyond S3, the current state of the object so an agent
  * can re-read and retry (docs/design.md §3): `ETag` and `Last-Modified` headers,
  * `x-casket-reason`, `x-casket-writer` (the agent that wrote the current
  * version) or, for a version a request without an agent wrote,
@@ -23,7 +23,6 @@ import { httpDate } from './respond.js';
 const CODES: Record<RefusalReason, S3ErrorCode> = {
   'precondition-failed': 'PreconditionFailed',
   'no-such-key': 'NoSuchKey',
-  'not-implemented': 'NotImplemented',
   'precondition-required': 'PreconditionRequired',
   'partial-read': 'PreconditionFailed',
   'stale-read': 'PreconditionFailed',
@@ -57,8 +56,6 @@ function advice(r: Refusal, etag: (e: string) => string): string {
         : `${where} does not exist any more. Retry with If-None-Match: * to create it.`;
     case 'no-such-key':
       return `${where} does not exist. Use If-None-Match: * to create it.`;
-    case 'not-implemented':
-      return 'If-None-Match on a write accepts only "*".';
     case 'precondition-required':
       return current
         ? `Agents must write conditionally. Read ${where} (current version ${current}${by})${retry}.`
