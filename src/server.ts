@@ -13,6 +13,7 @@
  */
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -27,7 +28,7 @@ import { isS3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
 import type { Backend } from './backends/types.js';
-import type { Config } from './config.js';
+import { parseJsonFile, type Config } from './config.js';
 import { Guard } from './guard/guard.js';
 import { createLogger, type Logger } from './log.js';
 import { readiness } from './readiness.js';
@@ -52,6 +53,8 @@ import { EventPublisher } from './events/publish.js';
 import { RedisEventLog } from './events/redis-log.js';
 import { SqliteEventLog } from './events/sqlite-log.js';
 import { EVENTS_PATH, eventsEndpoint, type Authorize } from './events/stream.js';
+import { parseNotifications } from './events/notifications.js';
+import { Webhooks } from './events/webhooks.js';
 import type { Refusal } from './guard/refusal.js';
 import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
@@ -67,6 +70,8 @@ export interface Casket {
   metrics: Metrics;
   /** Replaces the static credentials and their policies for every request from now on (SIGHUP, a changed file). */
   reloadCredentials(credentials: Credential[]): void;
+  /** Reads --notifications again and restarts the webhook workers (SIGHUP, a changed file); throws on a bad file, keeping the old targets. */
+  reloadNotifications(): Promise<number>;
   /**
    * Stops accepting connections, lets requests in flight finish for up to
    * `drainMs` (default: none, close every connection now), then closes the
@@ -201,6 +206,19 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const backend = createBackend(config, state, metrics, log);
   const eventLog = await createEventLog(config);
   const events = new EventPublisher(eventLog, config.region, log);
+  const webhooks = new Webhooks(eventLog, {
+    pushed: (target) => metrics.webhookPushed.inc({ target }),
+    failed: (target) => metrics.webhookFailed.inc({ target }),
+    dropped: (target) => metrics.webhookDropped.inc({ target }),
+  }, log, randomUUID());
+  const reloadNotifications = async () => {
+    if (config.notificationsFile === undefined) return 0;
+    const file = config.notificationsFile;
+    const notifications = parseNotifications(parseJsonFile(readFileSync(file, 'utf8'), file), file);
+    await webhooks.configure(notifications);
+    return notifications.webhooks.length;
+  };
+  await reloadNotifications();
   const guard = new Guard(state, {
     mode: config.guard,
     agentWrites: config.agentWrites,
@@ -392,6 +410,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
     },
+    reloadNotifications,
     close: async (drainMs = 0) => {
       if (!closed) {
         closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -408,6 +427,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       clearInterval(drainTimer);
       if (backendClosed) return backendClosed;
       backendClosed = (async () => {
+        await webhooks.close();
         await backend.close();
         await state.close();
         await retention?.close();
