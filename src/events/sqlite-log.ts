@@ -22,6 +22,8 @@ export class SqliteEventLog implements EventLog {
   private readonly signal = new AppendSignal();
   private readonly insert: Statement<[number, string]>;
   private readonly page: Statement<[number, number], { id: number; record: string }>;
+  private readonly sequence: Statement<[], { seq: number }>;
+  private readonly oldest: Statement<[], { id: number | null }>;
   private appended = 0;
 
   constructor(path: string, private readonly ttlMs: number, private readonly maxEvents = MAX_EVENTS) {
@@ -33,6 +35,8 @@ export class SqliteEventLog implements EventLog {
     this.db.exec(SCHEMA);
     this.insert = this.db.prepare('INSERT INTO events (at, record) VALUES (?, ?)');
     this.page = this.db.prepare('SELECT id, record FROM events WHERE id > ? ORDER BY id LIMIT ?');
+    this.sequence = this.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'");
+    this.oldest = this.db.prepare('SELECT min(id) AS id FROM events');
     this.prune();
   }
 
@@ -49,15 +53,13 @@ export class SqliteEventLog implements EventLog {
 
   /** The highest id ever given (AUTOINCREMENT keeps it in sqlite_sequence even when the rows are gone). */
   private newest(): number {
-    const row = this.db.prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get();
-    return row?.seq ?? 0;
+    return this.sequence.get()?.seq ?? 0;
   }
 
   async read(after: string, limit: number): Promise<EventPage> {
     const cursor = Number(after);
     const newest = this.newest();
-    const oldestRow = this.db.prepare<[], { id: number }>('SELECT min(id) AS id FROM events').get();
-    const oldest = oldestRow?.id ?? newest + 1;
+    const oldest = this.oldest.get()?.id ?? newest + 1;
     const lost = cursor + 1 < oldest || cursor > newest;
     if (cursor > newest) return { events: [], lost };
     const events = this.page.all(cursor, limit).map((row) => ({ id: String(row.id), record: withSequencer(JSON.parse(row.record) as StoredRecord, integerSequencer(row.id)) }));
