@@ -10,6 +10,11 @@
  * Every write appends its event in both runs; what B adds is a reader.
  *
  *   npm run build && node scripts/bench-events.mjs [--duration S] [--runs N] [--concurrency 1,8] [--state sqlite|memory]
+ *                                                  [--baseline OTHER/dist/cli.js]
+ *
+ * With --baseline, A is a casket built from another tree (e.g. before the
+ * event log existed) and B this one, neither with a subscriber: what
+ * appending each write's event costs.
  *
  * Every process it starts is ended by its PID.
  */
@@ -32,6 +37,7 @@ const DURATION_MS = Number(option('--duration', '3')) * 1000;
 const RUNS = Math.max(3, Number(option('--runs', '5')));
 const CONCURRENCY = option('--concurrency', '1,8').split(',').map(Number);
 const STATE = option('--state', 'sqlite');
+const BASELINE = option('--baseline', undefined);
 const SIZE = 4096;
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 
@@ -111,13 +117,19 @@ try {
   writeFileSync(credentialsFile, JSON.stringify({ credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true }] }), { mode: 0o600 });
   const casket = await startCasket({ cli: CLI, dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log'), extraArgs: ['--state', STATE] });
   if ((await new S3Client(casket.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
+  const baseline = BASELINE && (await startCasket({ cli: resolve(BASELINE), dataDir: join(dir, 'baseline'), credentialsFile, logFile: join(dir, 'baseline.log'), extraArgs: ['--state', STATE] }));
+  if (baseline && (await new S3Client(baseline.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
   // Warm up (JIT), with and without a reader.
   await run(casket.url, admin, 8);
-  const warm = await subscribe(casket.url, admin);
-  await run(casket.url, admin, 8);
-  await warm.close();
+  if (baseline) await run(baseline.url, admin, 8);
+  else {
+    const warm = await subscribe(casket.url, admin);
+    await run(casket.url, admin, 8);
+    await warm.close();
+  }
 
   console.log(`4 KiB PutObject (signed, unconditional), embedded store, --state ${STATE}; ${RUNS} alternating runs of ${DURATION_MS / 1000} s, medians`);
+  if (baseline) console.log(`A: ${BASELINE}; B: this tree; no subscriber on either`);
   console.log('| c | no subscriber: req/s · p50 · p99 · casket CPU/PUT | 1 SSE subscriber: req/s · p50 · p99 · casket CPU/PUT | B/A req/s | B/A CPU | records the subscriber got / PUTs |');
   console.log('|---|---|---|---|---|---|');
   for (const conc of CONCURRENCY) {
@@ -128,7 +140,8 @@ try {
     for (let i = 0; i < RUNS; i++) {
       const order = i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
       for (const which of order) {
-        if (which === 'a') a.push(await run(casket.url, admin, conc, casket.pid));
+        if (which === 'a') a.push(await run((baseline || casket).url, admin, conc, (baseline || casket).pid));
+        else if (baseline) b.push(await run(casket.url, admin, conc, casket.pid));
         else {
           const sub = await subscribe(casket.url, admin);
           const r = await run(casket.url, admin, conc, casket.pid);
@@ -148,6 +161,7 @@ try {
   }
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   await stop(casket);
+  if (baseline) await stop(baseline);
 } finally {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
