@@ -25,6 +25,9 @@ export class SqliteEventLog implements EventLog {
   private readonly sequence: Statement<[], { seq: number }>;
   private readonly oldest: Statement<[], { id: number | null }>;
   private appended = 0;
+  private pending: Array<[number, string]> = [];
+  private flushed: Promise<void> | undefined;
+  private readonly insertAll: (rows: Array<[number, string]>) => void;
 
   constructor(path: string, private readonly ttlMs: number, private readonly maxEvents = MAX_EVENTS) {
     this.db = openSqlite(path);
@@ -34,16 +37,44 @@ export class SqliteEventLog implements EventLog {
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(SCHEMA);
     this.insert = this.db.prepare('INSERT INTO events (at, record) VALUES (?, ?)');
+    this.insertAll = this.db.transaction((rows: Array<[number, string]>) => {
+      for (const [at, json] of rows) this.insert.run(at, json);
+    });
     this.page = this.db.prepare('SELECT id, record FROM events WHERE id > ? ORDER BY id LIMIT ?');
     this.sequence = this.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'");
     this.oldest = this.db.prepare('SELECT min(id) AS id FROM events');
     this.prune();
   }
 
-  async append(record: StoredRecord): Promise<void> {
-    this.insert.run(Date.now(), JSON.stringify(record));
-    if (++this.appended % PRUNE_EVERY === 0) this.prune();
-    this.signal.emit();
+  /**
+   * Appends made in one turn of the event loop go in one transaction, after
+   * it (a transaction each cost ~27 µs of CPU, most of a write's event;
+   * concurrent writes share one). The promise resolves once the event is
+   * in the database, so a write is answered only after its event is kept.
+   */
+  append(record: StoredRecord): Promise<void> {
+    this.pending.push([Date.now(), JSON.stringify(record)]);
+    this.flushed ??= new Promise<void>((resolve, reject) =>
+      setImmediate(() => {
+        const rows = this.pending;
+        this.pending = [];
+        this.flushed = undefined;
+        try {
+          this.insertAll(rows);
+          resolve();
+        } catch (e) {
+          reject(e);
+          return;
+        }
+        this.appended += rows.length;
+        if (this.appended >= PRUNE_EVERY) {
+          this.appended = 0;
+          this.prune();
+        }
+        this.signal.emit();
+      }),
+    );
+    return this.flushed;
   }
 
   private prune(): void {
