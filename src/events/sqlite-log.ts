@@ -77,9 +77,15 @@ export class SqliteEventLog implements EventLog {
     return this.flushed;
   }
 
+  /**
+   * Forgets past the cap (a range of the primary key) and past the TTL
+   * among the oldest rows only: `at` grows with the id and has no index, so
+   * a condition on it alone would scan the whole table (up to 100,000 rows)
+   * on the write path, once per PRUNE_EVERY appends.
+   */
   private prune(): void {
-    const newest = this.newest();
-    this.db.prepare('DELETE FROM events WHERE id <= ? OR at < ?').run(newest - this.maxEvents, Date.now() - this.ttlMs);
+    this.db.prepare('DELETE FROM events WHERE id <= ?').run(this.newest() - this.maxEvents);
+    this.db.prepare('DELETE FROM events WHERE id IN (SELECT id FROM events ORDER BY id LIMIT ?) AND at < ?').run(PRUNE_EVERY * 2, Date.now() - this.ttlMs);
   }
 
   /** The highest id ever given (AUTOINCREMENT keeps it in sqlite_sequence even when the rows are gone). */
