@@ -13,7 +13,7 @@
  */
 import type { CredentialLookup } from './auth/credentials.js';
 import { signedRequestFromNode, verifySigV4, type SignedRequest } from './auth/sigv4.js';
-import { S3Error } from './vocabulary/errors.js';
+import { isS3Error, S3Error } from './vocabulary/errors.js';
 import { formatETag } from './vocabulary/etag.js';
 import type { Services } from './s3/context.js';
 
@@ -39,8 +39,14 @@ export function signedByAdmin(request: Request, lookup: CredentialLookup): boole
   const url = new URL(request.url);
   const raw: string[] = [];
   request.headers.forEach((value, name) => raw.push(name, value));
-  const auth = verifySigV4(signedRequestFromNode(request.method, url.pathname + url.search, raw), lookup);
-  return auth?.credential.admin === true;
+  try {
+    const auth = verifySigV4(signedRequestFromNode(request.method, url.pathname + url.search, raw), lookup);
+    return auth?.credential.admin === true;
+  } catch (e) {
+    // A signature that does not verify (SignatureDoesNotMatch, a malformed header): not an admin, 403.
+    if (isS3Error(e)) return false;
+    throw e;
+  }
 }
 
 export async function agentStamps(req: SignedRequest, lookup: CredentialLookup, services: Services, agent: string): Promise<AdminResponse> {

@@ -168,7 +168,8 @@ describe('GET /_casket/events', () => {
     const reader = await subscribe(casket.url, casket.keys.reader!);
     const agent = await subscribe(casket.url, casket.agents.alice!);
     const anonymous = await subscribe(casket.url, undefined);
-    for (const s of [reader, agent, anonymous]) {
+    const forged = await subscribe(casket.url, { accessKeyId: casket.admin.accessKeyId, secretAccessKey: 'not-the-secret' });
+    for (const s of [reader, agent, anonymous, forged]) {
       await s.ended;
       expect(s.status).toBe(403);
       expect(s.messages).toEqual([]);
