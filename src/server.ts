@@ -47,6 +47,7 @@ import type { Retention } from './retention/types.js';
 import { agentChanges, casketDiff, casketMerge, type EndpointResponse } from './agent-changes.js';
 import { openMcpDoor } from './mcp-door.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
+import { consoleApp } from './console/routes.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -271,6 +272,16 @@ export async function startCasket(config: Config, credentials: Credential[], log
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
   const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
   app.all(MCP_PATH, (c) => mcp(c.req.raw));
+  // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
+  let credentialsInForce: readonly Credential[] = credentials;
+  app.route('/', consoleApp(
+    {
+      services, metrics, retention, log,
+      credentials: () => credentialsInForce,
+      setup: { backend: config.upstream ? 'upstream' : 'embedded', ...(config.upstream && { upstream: config.upstream.url }), state: config.state, guard: config.guard, agentHeader: config.agentHeader, retainBytes: config.retainBytes },
+    },
+    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log },
+  ));
   /**
    * An S3 request, from the socket to handleS3 and back, without Hono and
    * its Fetch adapter: no Request, Headers or URL object per request (4 KiB
@@ -343,6 +354,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     reloadCredentials: (credentials) => {
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
+      credentialsInForce = credentials;
     },
     close: async (drainMs = 0) => {
       if (!closed) {
