@@ -12,7 +12,7 @@
  * If-Match.
  */
 import type { CredentialLookup } from './auth/credentials.js';
-import { verifySigV4, type SignedRequest } from './auth/sigv4.js';
+import { signedRequestFromNode, verifySigV4, type SignedRequest } from './auth/sigv4.js';
 import { S3Error } from './vocabulary/errors.js';
 import { formatETag } from './vocabulary/etag.js';
 import type { Services } from './s3/context.js';
@@ -28,6 +28,19 @@ function authorize(req: SignedRequest, lookup: CredentialLookup): void {
   const auth = verifySigV4(req, lookup);
   if (!auth) throw new S3Error('AccessDenied', 'Sign introspection requests with an admin access key.');
   if (!auth.credential.admin) throw new S3Error('AccessDenied', 'Introspection needs an admin access key.');
+}
+
+/**
+ * Whether a fetch Request is SigV4-signed by an admin credential (the event
+ * stream's check, events/stream.ts). The request as it arrived: path and
+ * query as sent, headers as received.
+ */
+export function signedByAdmin(request: Request, lookup: CredentialLookup): boolean {
+  const url = new URL(request.url);
+  const raw: string[] = [];
+  request.headers.forEach((value, name) => raw.push(name, value));
+  const auth = verifySigV4(signedRequestFromNode(request.method, url.pathname + url.search, raw), lookup);
+  return auth?.credential.admin === true;
 }
 
 export async function agentStamps(req: SignedRequest, lookup: CredentialLookup, services: Services, agent: string): Promise<AdminResponse> {

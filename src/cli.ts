@@ -119,7 +119,24 @@ async function main(): Promise<void> {
       log.error({ file: credentialsFile, why, err: e instanceof ConfigError ? e.message : e }, 'credentials not reloaded: keeping the previous ones');
     }
   };
-  process.on('SIGHUP', () => reload('SIGHUP'));
+  // Webhook targets (--notifications) reload the same way; a bad file keeps the targets running.
+  const notificationsFile = config.notificationsFile;
+  const reloadNotifications = (why: string) => {
+    if (notificationsFile === undefined) return;
+    casket.reloadNotifications().then(
+      (webhooks) => log.info({ file: notificationsFile, why, webhooks }, 'notifications reloaded'),
+      (e: unknown) => log.error({ file: notificationsFile, why, err: e instanceof Error ? e.message : e }, 'notifications not reloaded: keeping the previous ones'),
+    );
+  };
+  process.on('SIGHUP', () => {
+    reload('SIGHUP');
+    reloadNotifications('SIGHUP');
+  });
+  if (notificationsFile !== undefined) {
+    watchFile(notificationsFile, { interval: 1000 }, (now, before) => {
+      if (now.mtimeMs !== before.mtimeMs || now.ino !== before.ino || now.size !== before.size) reloadNotifications('file changed');
+    }).unref();
+  }
   if (credentialsFile !== undefined) {
     watchFile(credentialsFile, { interval: 1000 }, (now, before) => {
       if (now.mtimeMs !== before.mtimeMs || now.ino !== before.ino || now.size !== before.size) reload('file changed');
@@ -171,6 +188,7 @@ async function main(): Promise<void> {
     }
     closing = true;
     if (credentialsFile !== undefined) unwatchFile(credentialsFile);
+    if (notificationsFile !== undefined) unwatchFile(notificationsFile);
     casket.close(DRAIN_MS).then(
       () => process.exit(0),
       (e: unknown) => {

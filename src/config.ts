@@ -62,6 +62,8 @@ export interface Config {
   /** MCP endpoint (docs/design.md §8): browser origins allowed beyond loopback ones; largest file a text tool handles. */
   mcpAllowedOrigins: string[];
   mcpMaxFileBytes: number;
+  /** Webhook targets (docs/design.md §9): a JSON file, reloaded on SIGHUP and when it changes (events/notifications.ts). */
+  notificationsFile?: string;
 }
 
 interface Option {
@@ -79,7 +81,8 @@ type RawConfig = Record<
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
-  | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout',
+  | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout'
+  | 'notifications',
   string | undefined
 >;
 
@@ -122,6 +125,7 @@ export const OPTIONS: Option[] = [
   { flag: '--diff-max-bytes', env: 'CASKET_DIFF_MAX_BYTES', key: 'diffMaxBytes', help: 'largest diff /_casket/diff serves before cutting it (default 65536)' },
   { flag: '--mcp-allowed-origins', env: 'CASKET_MCP_ALLOWED_ORIGINS', key: 'mcpAllowedOrigins', help: 'comma-separated browser origins (https://host[:port]) that may call /_casket/mcp besides loopback ones (default: none)' },
   { flag: '--mcp-max-file-bytes', env: 'CASKET_MCP_MAX_FILE_BYTES', key: 'mcpMaxFileBytes', help: 'largest file the MCP text tools read or write, bytes (default 4194304)' },
+  { flag: '--notifications', env: 'CASKET_NOTIFICATIONS', key: 'notifications', help: 'JSON file of webhook targets that get each event record (reloaded on SIGHUP and when it changes)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -296,6 +300,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     diffMaxBytes: integer('--diff-max-bytes', raw.diffMaxBytes, 64 * 1024, 1),
     mcpAllowedOrigins: (raw.mcpAllowedOrigins ?? '').split(',').map((o) => o.trim().replace(/\/$/, '')).filter((o) => o !== ''),
     mcpMaxFileBytes: integer('--mcp-max-file-bytes', raw.mcpMaxFileBytes, 4 * 1024 * 1024, 1),
+    ...(raw.notifications !== undefined && { notificationsFile: raw.notifications }),
   };
 }
 

@@ -19,6 +19,11 @@ export class Metrics {
   readonly duration = new Histogram({ name: 'casket_request_duration_seconds', help: 'Time to the end of the response, by operation', labelNames: ['operation'] as const, buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60], registers: [this.registry] });
   readonly upstream = new Histogram({ name: 'casket_upstream_duration_seconds', help: 'Upstream S3 request latency, by method', labelNames: ['method'] as const, buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60], registers: [this.registry] });
 
+  /** Webhook deliveries (docs/design.md §9, events/webhooks.ts) by target name: delivered, attempts that failed, events given up on. */
+  readonly webhookPushed = new Counter({ name: 'casket_webhook_pushed_total', help: 'Event records a webhook target acknowledged (2xx)', labelNames: ['target'] as const, registers: [this.registry] });
+  readonly webhookFailed = new Counter({ name: 'casket_webhook_failed_total', help: 'Webhook delivery attempts that failed (no answer in time, or not 2xx)', labelNames: ['target'] as const, registers: [this.registry] });
+  readonly webhookDropped = new Counter({ name: 'casket_webhook_dropped_total', help: 'Event records dropped after the last delivery attempt', labelNames: ['target'] as const, registers: [this.registry] });
+
   /** Where casket_retained_bytes is read from at each scrape. */
   retainedBytes: () => Promise<number> = async () => 0;
   readonly retained = new Gauge({

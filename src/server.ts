@@ -13,6 +13,7 @@
  */
 import { getRequestListener } from '@hono/node-server';
 import { Hono } from 'hono';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -22,12 +23,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
-import { agentStamps, revokeSession, writeLog, type AdminResponse } from './admin.js';
+import { agentStamps, revokeSession, signedByAdmin, writeLog, type AdminResponse } from './admin.js';
 import { isS3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
 import type { Backend } from './backends/types.js';
-import type { Config } from './config.js';
+import { parseJsonFile, type Config } from './config.js';
 import { Guard } from './guard/guard.js';
 import { createLogger, type Logger } from './log.js';
 import { readiness } from './readiness.js';
@@ -46,6 +47,18 @@ import { Retainer } from './retention/retainer.js';
 import type { Retention } from './retention/types.js';
 import { agentChanges, casketDiff, casketMerge, type EndpointResponse } from './agent-changes.js';
 import { openMcpDoor } from './mcp-door.js';
+import type { EventLog } from './events/log.js';
+import { MemoryEventLog } from './events/memory-log.js';
+import { EventPublisher } from './events/publish.js';
+import { RedisEventLog } from './events/redis-log.js';
+import { SqliteEventLog } from './events/sqlite-log.js';
+import { EVENTS_PATH, eventsEndpoint, type Authorize } from './events/stream.js';
+import { parseNotifications } from './events/notifications.js';
+import { Webhooks } from './events/webhooks.js';
+import type { Refusal } from './guard/refusal.js';
+import type { RefusalContext } from './guard/guard.js';
+import type { WriteNotice } from './s3/context.js';
+import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
 import { consoleApp } from './console/routes.js';
 
@@ -58,6 +71,8 @@ export interface Casket {
   metrics: Metrics;
   /** Replaces the static credentials and their policies for every request from now on (SIGHUP, a changed file). */
   reloadCredentials(credentials: Credential[]): void;
+  /** Reads --notifications again and restarts the webhook workers (SIGHUP, a changed file); throws on a bad file, keeping the old targets. */
+  reloadNotifications(): Promise<number>;
   /**
    * Stops accepting connections, lets requests in flight finish for up to
    * `drainMs` (default: none, close every connection now), then closes the
@@ -131,6 +146,36 @@ async function createRetention(config: Config): Promise<Retention> {
   return new FileRetention(join(config.dataDir, 'retained'), limits);
 }
 
+/** The event log beside the state store (events/log.ts): shared by every casket when the state is. */
+async function createEventLog(config: Config): Promise<EventLog> {
+  switch (config.state) {
+    case 'memory':
+      return new MemoryEventLog();
+    case 'sqlite':
+      return new SqliteEventLog(join(config.dataDir, 'events.db'), config.stateTtlSeconds * 1000);
+    case 'redis':
+      return RedisEventLog.connect(config.redis!.target);
+  }
+}
+
+/** A refusal answered, as the event stream tells it. */
+function refusalNotice(refusal: Refusal, context: RefusalContext): WriteNotice {
+  const error = refusalError(refusal, false);
+  return {
+    kind: 'refused',
+    operation: context.operation ?? 'Unknown',
+    bucket: refusal.bucket,
+    key: refusal.key,
+    requestId: context.requestId ?? '',
+    ...(context.agent !== undefined && { agent: context.agent }),
+    ...(context.accessKey !== undefined && { accessKey: context.accessKey }),
+    reason: refusal.reason,
+    status: error.status,
+    code: error.code,
+    ...(refusal.current && { currentETag: refusal.current.etag }),
+  };
+}
+
 /** `casket:<first path segment>`, e.g. /_casket/agents/bob/changes → casket:agents-changes. */
 function casketOperation(path: string): string {
   const parts = path.split('/').slice(2);
@@ -160,12 +205,28 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const metrics = new Metrics();
   const state = await createState(config);
   const backend = createBackend(config, state, metrics, log);
+  const eventLog = await createEventLog(config);
+  const events = new EventPublisher(eventLog, config.region, log);
+  const webhooks = new Webhooks(eventLog, {
+    pushed: (target) => metrics.webhookPushed.inc({ target }),
+    failed: (target) => metrics.webhookFailed.inc({ target }),
+    dropped: (target) => metrics.webhookDropped.inc({ target }),
+  }, log, randomUUID());
+  const reloadNotifications = async () => {
+    if (config.notificationsFile === undefined) return 0;
+    const file = config.notificationsFile;
+    const notifications = parseNotifications(parseJsonFile(readFileSync(file, 'utf8'), file), file);
+    await webhooks.configure(notifications);
+    return notifications.webhooks.length;
+  };
+  await reloadNotifications();
   const guard = new Guard(state, {
     mode: config.guard,
     agentWrites: config.agentWrites,
-    onRefusal: (reason, enforced, context) => {
+    onRefusal: (reason, enforced, { refusal, ...context }) => {
       metrics.refusals.inc({ reason, enforced: String(enforced) });
       log.info({ ...context, reason, enforced }, enforced ? 'write refused' : 'write would be refused (observe mode)');
+      if (refusal) void events.publish(refusalNotice(refusal, context));
     },
   });
   const retention = config.retainMaxSize > 0 ? await createRetention(config) : undefined;
@@ -174,6 +235,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     backend, guard, state, region: config.region, log,
     ...(retention && { retainer: new Retainer(retention, config.retainMaxSize, log) }),
     diffMaxBytes: config.diffMaxBytes,
+    events,
   };
   const options: HandleOptions = {
     lookup: staticCredentials(credentials),
@@ -269,6 +331,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
   app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
+  // The event stream (docs/design.md §9): admin credentials only, SigV4-signed.
+  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup);
+  const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
+  app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
   const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
   app.all(MCP_PATH, (c) => mcp(c.req.raw));
@@ -356,6 +422,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       options.lookup = staticCredentials(credentials);
       credentialsInForce = credentials;
     },
+    reloadNotifications,
     close: async (drainMs = 0) => {
       if (!closed) {
         closed = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -372,9 +439,11 @@ export async function startCasket(config: Config, credentials: Credential[], log
       clearInterval(drainTimer);
       if (backendClosed) return backendClosed;
       backendClosed = (async () => {
+        await webhooks.close();
         await backend.close();
         await state.close();
         await retention?.close();
+        await eventLog.close();
       })();
       return backendClosed;
     },

@@ -33,7 +33,22 @@ export interface GuardOptions {
   mode: GuardMode;
   agentWrites: AgentWritePolicy;
   /** Called for every refusal, enforced or (observe mode) not. */
-  onRefusal?: (reason: RefusalReason, enforced: boolean, context: { agent?: string; bucket: string; key: string }) => void;
+  onRefusal?: (reason: RefusalReason, enforced: boolean, context: RefusalContext) => void;
+}
+
+/** Who asked, for a refusal answered (report): the event stream tells it (src/events/). */
+export interface RefusalRequest {
+  accessKey?: string;
+  requestId?: string;
+  operation?: string;
+}
+
+export interface RefusalContext extends RefusalRequest {
+  agent?: string;
+  bucket: string;
+  key: string;
+  /** The refusal answered (report only; absent for observe mode's would-be refusals). */
+  refusal?: Refusal;
 }
 
 export interface WriteRequest {
@@ -159,10 +174,10 @@ export class Guard {
    * the others, once: the S3 layer reports every refusal it answers with,
    * and one the guard already counted is not counted again.
    */
-  report(refusal: Refusal, agent?: string): void {
+  report(refusal: Refusal, agent?: string, request: RefusalRequest = {}): void {
     if (refusal.details.counted) return;
     refusal.details.counted = true;
-    this.options.onRefusal?.(refusal.reason, true, { ...(agent !== undefined && { agent }), bucket: refusal.bucket, key: refusal.key });
+    this.options.onRefusal?.(refusal.reason, true, { ...request, ...(agent !== undefined && { agent }), bucket: refusal.bucket, key: refusal.key, refusal });
   }
 
   /** A write lost at commit time: the current version did not satisfy the permit's condition. */

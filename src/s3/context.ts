@@ -54,6 +54,43 @@ export interface Services {
   retainer?: Retainer;
   /** Largest diff /_casket/diff serves (--diff-max-bytes). */
   diffMaxBytes?: number;
+  /** Where committed writes are told, for the event stream and webhooks (src/events/); absent: nobody listens. */
+  events?: EventSink;
+}
+
+/**
+ * A write casket committed, a retry it answered without writing, or a
+ * refusal it answered: what src/events/ turns into an S3-shaped event record.
+ * Plain values, so the write path knows nothing of the event log.
+ */
+export interface WriteNotice {
+  kind: 'written' | 'exact-retry' | 'refused';
+  operation: string;
+  bucket: string;
+  key: string;
+  requestId: string;
+  agent?: string;
+  accessKey?: string;
+  sourceIp?: string;
+  /** The version written (absent: a delete); for a refusal, the version current. */
+  etag?: string;
+  size?: number;
+  versionId?: string;
+  previousETag?: string;
+  /** The write is a delete that left a delete marker (versioned bucket). */
+  deleteMarker?: boolean;
+  /** The write is the merged content of a three-way merge (s3/merge-write.ts). */
+  merged?: boolean;
+  /** Refusals: casket's reason, the status and S3 error code answered, the current ETag. */
+  reason?: string;
+  status?: number;
+  code?: string;
+  currentETag?: string;
+}
+
+export interface EventSink {
+  /** Appends the event; never throws (a failure is logged): the write it tells of has happened. */
+  publish(notice: WriteNotice): Promise<void>;
 }
 
 export type Handler = (ctx: RequestContext, services: Services) => Promise<S3Response>;

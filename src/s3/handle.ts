@@ -164,7 +164,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   } catch (e) {
     let err: S3Error;
     if (e instanceof Refusal) {
-      services.guard.report(e, outcome.agent);
+      services.guard.report(e, outcome.agent, { accessKey: outcome.accessKey, requestId, operation: outcome.operation });
       err = refusalError(e, etagSuffix);
     }
     else if (isS3Error(e)) err = e;

@@ -140,7 +140,7 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
       // markers can be followed the moment the agent reads it.
       await Promise.all([retainer.kept(sentETag, sent), retainer.kept(current.etag, theirs)]);
       const conflict = new Refusal('merge-conflict', bucket, key, current, base, { merge: mergePath(bucket, key, base, current.etag, sentETag), ...(e.details.diff && { diff: e.details.diff }), ...(e.details.writerAccessKey && { writerAccessKey: e.details.writerAccessKey }) });
-      services.guard.report(conflict, ctx.agent);
+      services.guard.report(conflict, ctx.agent, { accessKey: ctx.accessKey, requestId: ctx.requestId, operation: 'PutObject' });
       throw conflict;
     }
     const content = Buffer.from(merged.text, 'utf8');

@@ -12,7 +12,7 @@ import { Refusal } from '../guard/refusal.js';
 import type { WritePermit } from '../guard/guard.js';
 import { parseETagList } from '../vocabulary/etag.js';
 import { canonicalQuery } from '../vocabulary/url-encoding.js';
-import type { RequestContext, Services } from './context.js';
+import type { RequestContext, Services, WriteNotice } from './context.js';
 
 export function writeConditionsFrom(headers: Record<string, string>): WriteConditions {
   const c: WriteConditions = {};
@@ -169,12 +169,19 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
     }
     const attempted = e.attemptedETag !== undefined ? e.attemptedETag : w.deletes ? null : w.declaredSha256;
     const identical = attempted !== undefined && attempted === (e.current?.etag ?? null);
-    if (identical && (await madeByThisCall(e.current))) return w.landed(e.current);
+    if (identical && (await madeByThisCall(e.current))) {
+      await w.services.events?.publish(notice(w, 'exact-retry', e.current?.etag, e.current?.size));
+      return w.landed(e.current);
+    }
     const refused = refusal ?? guard.conflict(w.bucket, w.key, e.current, w.conditions, permit);
     throw refused.with(e.current, identical ? { identical } : {});
   }
   // A probe that succeeded is a completion the backend had already made: nothing changed, nothing to log.
-  if (refusal) return result;
+  if (refusal) {
+    const made = w.written(result);
+    await w.services.events?.publish(notice(w, 'exact-retry', made?.etag, made?.size));
+    return result;
+  }
   const written = w.written(result);
   const previousETag = (read && (await read.catch(() => null))?.etag) ?? w.replaced?.(result)?.etag ?? replacedUnder(permit);
   // The object is committed: a state store that fails now costs the writer's
@@ -195,7 +202,24 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
       written,
     )
     .catch((error: unknown) => w.services.log.error({ err: error, bucket: w.bucket, key: w.key, requestId: w.ctx.requestId }, 'write committed, but not recorded in the state store'));
+  // Only now, after the commit: an event is never told of a write that did not land (docs/design.md §9).
+  await w.services.events?.publish({ ...notice(w, 'written', written?.etag, written?.size), ...(previousETag !== undefined && { previousETag }), ...(w.agentRules === false && { merged: true }) });
   return result;
+}
+
+/** What the event stream is told of this write (src/events/). */
+function notice<T>(w: GuardedWrite<T>, kind: WriteNotice['kind'], etag: string | undefined, size: number | undefined): WriteNotice {
+  return {
+    kind,
+    operation: w.operation,
+    bucket: w.bucket,
+    key: w.key,
+    requestId: w.ctx.requestId,
+    ...(w.ctx.agent !== undefined && { agent: w.ctx.agent }),
+    ...(w.ctx.accessKey !== undefined && { accessKey: w.ctx.accessKey }),
+    ...(etag !== undefined && { etag }),
+    ...(size !== undefined && { size }),
+  };
 }
 
 /** A refusal decided before the body: identical when the declared SHA-256 (or, for a delete, the key's absence) already is current. */

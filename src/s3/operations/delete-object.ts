@@ -127,7 +127,7 @@ export const DeleteObjects: Handler = async (ctx, services) => {
       await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects');
       if (!quiet) deleted.push({ Key: entry.key, ...version });
     } catch (e) {
-      if (e instanceof Refusal) services.guard.report(e, ctx.agent);
+      if (e instanceof Refusal) services.guard.report(e, ctx.agent, { accessKey: ctx.accessKey, requestId: ctx.requestId, operation: 'DeleteObjects' });
       const err = e instanceof Refusal ? refusalError(e, ctx.etagSuffix) : isS3Error(e) ? e : undefined;
       if (!err) throw e;
       errors.push({ Key: entry.key, ...version, Code: err.code, Message: err.message, ...(err.fields.CurrentETag !== undefined && { CurrentETag: err.fields.CurrentETag }) });

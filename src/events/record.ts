@@ -1,0 +1,146 @@
+/**
+ * The record of one event, shaped as AWS S3 event notifications
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/notification-content-structure.html):
+ * `{"Records": [record]}` with eventVersion, eventSource, awsRegion,
+ * eventTime, eventName, userIdentity, requestParameters, responseElements
+ * and `s3` (bucket, object key URL-encoded, eTag, size, versionId,
+ * sequencer), plus casket's own facts under `casket` (docs/design.md §9).
+ *
+ * Where it knowingly differs from AWS:
+ * - eventName carries the `s3:` prefix AWS uses in notification
+ *   configurations (`s3:ObjectCreated:Put`), where AWS records say
+ *   `ObjectCreated:Put`: one spelling for filters and records alike.
+ * - Events AWS has no name for are casket's own, with eventSource `casket`:
+ *   `casket:WriteRefused` (a 412/428/404 refusal: reason, status, the
+ *   current ETag) and `casket:ExactRetry` (a retry answered with the version
+ *   its first attempt made: nothing written).
+ * - `sequencer` orders every event in casket's event log (not only those
+ *   of one key): hex, fixed width, compared as strings, as AWS advises.
+ */
+import type { WriteNotice } from '../s3/context.js';
+
+export interface EventRecord {
+  eventVersion: '2.1';
+  eventSource: 'aws:s3' | 'casket';
+  awsRegion: string;
+  /** ISO 8601, when casket committed (or refused) the write. */
+  eventTime: string;
+  eventName: string;
+  userIdentity: { principalId: string };
+  requestParameters: { sourceIPAddress: string };
+  responseElements: { 'x-amz-request-id': string };
+  s3: {
+    s3SchemaVersion: '1.0';
+    configurationId: string;
+    bucket: { name: string; ownerIdentity: { principalId: string }; arn: string };
+    object: { key: string; size?: number; eTag?: string; versionId?: string; sequencer: string };
+  };
+  casket: {
+    /** The S3 operation: PutObject, CopyObject, CompleteMultipartUpload, DeleteObject, DeleteObjects. */
+    operation: string;
+    agent?: string;
+    accessKey?: string;
+    /** The version this write replaced (absent: the key did not exist, or casket could not tell). */
+    previousETag?: string;
+    /** The write was a three-way merge of an edit (docs/design.md §6): `previousETag` is the version merged with. */
+    merged?: true;
+    /** Refusals: casket's reason (x-casket-reason), the HTTP status and S3 error code answered, the current version. */
+    reason?: string;
+    status?: number;
+    code?: string;
+    currentETag?: string;
+  };
+}
+
+/** A record as the event log holds it: everything but the sequencer, which is its place in the log. */
+export type StoredRecord = Omit<EventRecord, 's3'> & { s3: Omit<EventRecord['s3'], 'object'> & { object: Omit<EventRecord['s3']['object'], 'sequencer'> } };
+
+/** One event as read back from the log: its id (the SSE id) and the record with its sequencer. */
+export interface LoggedEvent {
+  id: string;
+  record: EventRecord;
+}
+
+/**
+ * A key as AWS writes it in an event record: URL-encoded as a form
+ * (`red flower.jpg` → `red+flower.jpg`, the AWS page's own example), `/` kept.
+ */
+export function eventKey(key: string): string {
+  return encodeURIComponent(key).replace(/%2F/g, '/').replace(/%20/g, '+');
+}
+
+function eventName(n: WriteNotice): string {
+  if (n.kind === 'refused') return 'casket:WriteRefused';
+  if (n.kind === 'exact-retry') return 'casket:ExactRetry';
+  switch (n.operation) {
+    case 'CopyObject':
+      return 's3:ObjectCreated:Copy';
+    case 'CompleteMultipartUpload':
+      return 's3:ObjectCreated:CompleteMultipartUpload';
+    case 'DeleteObject':
+    case 'DeleteObjects':
+      // Unversioned buckets: the object is gone. A versioned bucket's
+      // delete that leaves a marker is s3:ObjectRemoved:DeleteMarkerCreated.
+      return n.deleteMarker ? 's3:ObjectRemoved:DeleteMarkerCreated' : 's3:ObjectRemoved:Delete';
+    default:
+      return 's3:ObjectCreated:Put';
+  }
+}
+
+/** The record of a write that landed, a retry answered, or a refusal. */
+export function recordOf(n: WriteNotice, region: string, at: Date = new Date()): StoredRecord {
+  const principal = n.accessKey ?? 'anonymous';
+  return {
+    eventVersion: '2.1',
+    eventSource: n.kind === 'written' ? 'aws:s3' : 'casket',
+    awsRegion: region,
+    eventTime: at.toISOString(),
+    eventName: eventName(n),
+    userIdentity: { principalId: principal },
+    requestParameters: { sourceIPAddress: n.sourceIp ?? '' },
+    responseElements: { 'x-amz-request-id': n.requestId },
+    s3: {
+      s3SchemaVersion: '1.0',
+      configurationId: 'casket',
+      bucket: { name: n.bucket, ownerIdentity: { principalId: 'casket' }, arn: `arn:aws:s3:::${n.bucket}` },
+      object: {
+        key: eventKey(n.key),
+        ...(n.etag !== undefined && { eTag: n.etag }),
+        ...(n.size !== undefined && { size: n.size }),
+        ...(n.versionId !== undefined && { versionId: n.versionId }),
+      },
+    },
+    casket: {
+      operation: n.operation,
+      ...(n.agent !== undefined && { agent: n.agent }),
+      ...(n.accessKey !== undefined && { accessKey: n.accessKey }),
+      ...(n.previousETag !== undefined && { previousETag: n.previousETag }),
+      ...(n.merged && { merged: true as const }),
+      ...(n.kind === 'refused' && { reason: n.reason, status: n.status, code: n.code }),
+      ...(n.kind === 'refused' && n.currentETag !== undefined && { currentETag: n.currentETag }),
+    },
+  };
+}
+
+/** The stored record with its place in the log. */
+export function withSequencer(stored: StoredRecord, sequencer: string): EventRecord {
+  return { ...stored, s3: { ...stored.s3, object: { ...stored.s3.object, sequencer } } };
+}
+
+/** Which events a subscriber or a webhook wants: a bucket, a key prefix, event-name prefixes (`s3:ObjectCreated:`; AWS's `s3:ObjectCreated:*` works too). */
+export interface EventFilter {
+  buckets?: string[];
+  prefix?: string;
+  events?: string[];
+}
+
+export function matches(filter: EventFilter, record: EventRecord): boolean {
+  if (filter.buckets && filter.buckets.length > 0 && !filter.buckets.includes(record.s3.bucket.name)) return false;
+  if (filter.prefix && !decodeEventKey(record.s3.object.key).startsWith(filter.prefix)) return false;
+  if (filter.events && filter.events.length > 0 && !filter.events.some((e) => record.eventName.startsWith(e.replace(/\*$/, '')))) return false;
+  return true;
+}
+
+export function decodeEventKey(key: string): string {
+  return decodeURIComponent(key.replace(/\+/g, '%20'));
+}

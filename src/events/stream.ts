@@ -1,0 +1,147 @@
+/**
+ * GET /_casket/events: the event log as Server-Sent Events
+ * (https://html.spec.whatwg.org/multipage/server-sent-events.html), one
+ * `id:`/`data:` message per record, data `{"Records":[record]}` as an S3
+ * event notification (record.ts).
+ *
+ * - Resuming: `Last-Event-ID` (EventSource sends it when it reconnects), or
+ *   `?lastEventId=` (a first connect cannot set headers), continues after
+ *   that id; without either the stream starts with what happens next.
+ *   A resume from further back than the log keeps first sends
+ *   `event: lost` and goes on from the oldest event kept.
+ * - Filters: `?bucket=` (repeatable), `?prefix=` (key prefix), `?event=`
+ *   (event-name prefix, repeatable or comma-separated, e.g. `s3:ObjectCreated:`).
+ * - A comment every `heartbeatMs` keeps proxies from closing an idle stream.
+ * - Backpressure: the stream pulls from the log only when the socket has
+ *   taken what was sent, so a slow subscriber holds one page at most and a
+ *   write never waits for it. One that falls so far behind that the log
+ *   forgot events it has not read gets `event: lagged` and the end of the
+ *   stream; EventSource reconnects with its Last-Event-ID and hears `lost`.
+ * - Access: `authorize` decides (server.ts: SigV4 by an admin key); anyone
+ *   else gets 403.
+ */
+import type { EventLog } from './log.js';
+import { matches, type EventFilter, type LoggedEvent } from './record.js';
+
+export const EVENTS_PATH = '/_casket/events';
+
+/** Decides whether a request may read the stream (admin credentials only). */
+export type Authorize = (request: Request) => Promise<boolean>;
+
+export interface StreamOptions {
+  log: EventLog;
+  authorize: Authorize;
+  heartbeatMs?: number;
+  /** Events read from the log per pull. */
+  pageSize?: number;
+}
+
+const encoder = new TextEncoder();
+
+function json(status: number, body: unknown): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+}
+
+function list(query: URLSearchParams, name: string): string[] {
+  return query.getAll(name).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
+}
+
+export function filterFrom(query: URLSearchParams): EventFilter {
+  const prefix = query.get('prefix');
+  return { buckets: list(query, 'bucket'), events: list(query, 'event'), ...(prefix !== null && prefix !== '' && { prefix }) };
+}
+
+function message(e: LoggedEvent): string {
+  // JSON has no raw newlines, so one data: line is the whole record.
+  return `id: ${e.id}\ndata: ${JSON.stringify({ Records: [e.record] })}\n\n`;
+}
+
+export function eventsEndpoint(options: StreamOptions): (request: Request) => Promise<Response> {
+  const { log } = options;
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const pageSize = options.pageSize ?? 100;
+  return async (request) => {
+    if (!(await options.authorize(request))) return json(403, { error: 'AccessDenied', message: 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
+    const query = new URL(request.url).searchParams;
+    const resume = request.headers.get('last-event-id') ?? query.get('lastEventId') ?? undefined;
+    if (resume !== undefined && !log.validId(resume)) return json(400, { error: 'InvalidArgument', message: 'Last-Event-ID is not an id of this event stream.' });
+    const filter = filterFrom(query);
+    let cursor = resume ?? (await log.head());
+    let first = resume !== undefined;
+    let pending = false;
+    let wake: (() => void) | undefined;
+    const off = log.onAppend(() => {
+      pending = true;
+      wake?.();
+    });
+    const waitForAppend = () =>
+      new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => done(false), heartbeatMs);
+        const done = (appended: boolean) => {
+          clearTimeout(timer);
+          wake = undefined;
+          resolve(appended);
+        };
+        wake = () => done(true);
+      });
+    let cancelled = false;
+    const stream = new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          // retry: how long EventSource waits before reconnecting (ms).
+          controller.enqueue(encoder.encode(': casket events\nretry: 2000\n\n'));
+        },
+        async pull(controller) {
+          for (;;) {
+            if (cancelled) return;
+            pending = false;
+            let page: Awaited<ReturnType<EventLog['read']>>;
+            try {
+              page = await log.read(cursor, pageSize);
+            } catch {
+              // The log is out of reach (Redis down): the stream waits, the cursor holds.
+              controller.enqueue(encoder.encode(': event log unavailable, retrying\n\n'));
+              await new Promise((resolve) => setTimeout(resolve, 1000));
+              return;
+            }
+            if (page.lost) {
+              if (!first) {
+                controller.enqueue(encoder.encode(`event: lagged\ndata: ${JSON.stringify({ after: cursor, message: 'This subscriber fell behind the event log; reconnect with Last-Event-ID.' })}\n\n`));
+                off();
+                controller.close();
+                return;
+              }
+              controller.enqueue(encoder.encode(`event: lost\ndata: ${JSON.stringify({ after: cursor, message: 'Events after this id are no longer kept; the stream goes on from the oldest kept.' })}\n\n`));
+              if (page.events.length === 0) cursor = await log.head();
+            }
+            first = false;
+            if (page.events.length > 0) {
+              cursor = page.events[page.events.length - 1]!.id;
+              const text = page.events.filter((e) => matches(filter, e.record)).map(message).join('');
+              if (text !== '') {
+                controller.enqueue(encoder.encode(text));
+                return;
+              }
+              continue;
+            }
+            if (pending) continue;
+            if (!(await waitForAppend())) {
+              controller.enqueue(encoder.encode(': heartbeat\n\n'));
+              return;
+            }
+          }
+        },
+        cancel() {
+          cancelled = true;
+          off();
+          wake?.();
+        },
+      },
+      { highWaterMark: 1 },
+    );
+    return new Response(stream, {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
+    });
+  };
+}
