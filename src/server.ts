@@ -60,7 +60,7 @@ import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
-import { consoleApp } from './console/routes.js';
+import { consoleApp, sessionCredential } from './console/routes.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -331,8 +331,9 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
   app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
-  // The event stream (docs/design.md §9): admin credentials only, SigV4-signed.
-  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup);
+  // The event stream (docs/design.md §9): admin credentials only, SigV4-signed
+  // by programs, or the console's session cookie (a browser's EventSource cannot sign).
+  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup) || sessionCredential(options.lookup, request.headers.get('cookie') ?? undefined) !== undefined;
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).

@@ -14,6 +14,15 @@ export function outcomeOf(record) {
   return 'write';
 }
 
+/** A key as the record carries it: form-encoded, as AWS writes keys in event records. */
+function recordKey(key) {
+  try {
+    return decodeURIComponent(key.replace(/\+/g, ' '));
+  } catch {
+    return key;
+  }
+}
+
 /** A record as the views show it. */
 export function fromRecord(record, id) {
   const c = record.casket ?? {};
@@ -21,7 +30,7 @@ export function fromRecord(record, id) {
     id,
     at: record.eventTime,
     bucket: record.s3?.bucket?.name ?? '',
-    key: record.s3?.object?.key ?? '',
+    key: recordKey(record.s3?.object?.key ?? ''),
     eventName: record.eventName ?? '',
     outcome: outcomeOf(record),
     agent: c.agent ?? null,
