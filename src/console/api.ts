@@ -6,7 +6,8 @@
  *   agents    the agents casket knows of: bound to a credential, or seen in
  *             the newest write-log page;
  *   agent     one agent's read stamps (full / partial / stale, as
- *             /_casket/agents/{agent}/stamps says), and its recent writes;
+ *             /_casket/agents/{agent}/stamps says), its recent writes and
+ *             its STS sessions (without their secrets);
  *   object    one key's writes (who made each version, when), which versions
  *             casket retained (so a diff can be shown), and the current one;
  *   diff      between two versions of an object: the unified diff of
@@ -141,7 +142,16 @@ export async function agent(deps: ConsoleDeps, name: string) {
   );
   const writes = (await services.state.listWriteLog({ agent: name, limit: 20 })).map(row);
   const keys = deps.credentials().filter((c) => c.agent === name).map((c) => c.accessKeyId);
-  return { agent: name, keys, stamps, writes };
+  // STS sessions (docs/design.md §7): who minted each and when it expires; never its secret or token.
+  const now = Date.now();
+  const sessions = (await services.state.listSessions(name)).map((s) => ({
+    accessKeyId: s.accessKeyId,
+    sessionName: s.sessionName,
+    issuedBy: s.issuedBy,
+    expiresAt: new Date(s.expiresAt).toISOString(),
+    state: s.revoked ? 'revoked' : s.expiresAt <= now ? 'expired' : 'active',
+  }));
+  return { agent: name, keys, stamps, writes, sessions };
 }
 
 export async function object(deps: ConsoleDeps, bucket: string, key: string) {

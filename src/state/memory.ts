@@ -144,5 +144,10 @@ export class MemoryStateStore implements StateStore {
     return true;
   }
 
+  async listSessions(agent: string): Promise<SessionRecord[]> {
+    const now = Date.now();
+    return [...this.sessions.values()].filter((s) => s.agent === agent && s.expiresAt + SESSION_GRACE_MS >= now).map((s) => ({ ...s })).sort((a, b) => a.expiresAt - b.expiresAt);
+  }
+
   async close(): Promise<void> {}
 }

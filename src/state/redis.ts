@@ -376,6 +376,22 @@ export class RedisStateStore implements StateStore {
     return s && s.expiresAt + SESSION_GRACE_MS >= Date.now() ? s : undefined;
   }
 
+  async listSessions(agent: string): Promise<SessionRecord[]> {
+    // SCAN, not an index: sessions are few and live hours, and this is an operator's page, not a request path.
+    const out: SessionRecord[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}session:*`, 'COUNT', 1000);
+      cursor = next;
+      const values = keys.length ? await this.redis.mget(...keys) : [];
+      for (const json of values) {
+        const s = json === null ? undefined : (JSON.parse(json) as SessionRecord);
+        if (s?.agent === agent && s.expiresAt + SESSION_GRACE_MS >= Date.now()) out.push(s);
+      }
+    } while (cursor !== '0');
+    return out.sort((a, b) => a.expiresAt - b.expiresAt);
+  }
+
   async revokeSession(accessKeyId: string): Promise<boolean> {
     // Revocations only ever set the flag: a concurrent one writes the same record, KEEPTTL keeps its bound.
     const key = `${this.prefix}session:${accessKeyId}`;

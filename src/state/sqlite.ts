@@ -292,6 +292,12 @@ export class SqliteStateStore implements StateStore {
     return row ? (JSON.parse(row.record) as SessionRecord) : undefined;
   }
 
+  async listSessions(agent: string): Promise<SessionRecord[]> {
+    // Sessions are few (bounded by their expiry and maxEntries): the records are read and filtered here.
+    const rows = this.db.prepare<[string, number], { record: string }>("SELECT record FROM sessions WHERE json_extract(record, '$.agent') = ? AND keep_until >= ? ORDER BY keep_until").all(agent, Date.now());
+    return rows.map((r) => JSON.parse(r.record) as SessionRecord);
+  }
+
   async revokeSession(accessKeyId: string): Promise<boolean> {
     return this.db.transaction(() => {
       const row = this.q.getSession.get(accessKeyId, Date.now());

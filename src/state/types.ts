@@ -169,6 +169,8 @@ export interface StateStore {
   getSession(accessKeyId: string): Promise<SessionRecord | undefined>;
   /** Marks a session revoked; false when the store does not know it. */
   revokeSession(accessKeyId: string): Promise<boolean>;
+  /** The agent's sessions still kept (expired and revoked ones included), soonest to expire first: what an operator sees of them. */
+  listSessions(agent: string): Promise<SessionRecord[]>;
 
   close(): Promise<void>;
 }

@@ -29,10 +29,10 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
   /** The version bob read; alice has written over it since. */
   let bobRead: string;
 
-  async function shot(page: Page, name: string): Promise<void> {
+  async function shot(page: Page, name: string, fullPage = false): Promise<void> {
     if (!SHOTS) return;
     mkdirSync(SHOTS, { recursive: true });
-    await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: false });
+    await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
   }
 
   async function loggedIn(viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page }> {
@@ -133,7 +133,7 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     const unified = page.locator('pre.diff-unified');
     await unified.waitFor({ timeout: 5000 });
     expect(await page.locator('pre.diff-unified .d-add').allTextContents()).toContain('+- write the tests\n');
-    await shot(page, 'object');
+    await shot(page, 'object', true);
     await page.click('button[data-mode="side by side"]');
     const split = page.locator('table.diff-split');
     await split.waitFor();
@@ -143,10 +143,15 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
 
   it('shows an agent\'s stamps and the setup without any secret', async () => {
     const { context, page } = await loggedIn();
+    const minted = { accessKeyId: 'ASIACONSOLETEST', secretAccessKey: 'sts-secret-never-shown', sessionToken: 'sts-token-never-shown', agent: 'bob', sessionName: 'nightly-run', expiresAt: Date.now() + 3600_000, issuedBy: c.admin.accessKeyId, policies: [] };
+    await c.casket.services.state.putSession(minted);
     await page.goto(`${c.url}/_casket/console/#/agents/bob`);
     await page.waitForSelector('text=Read stamps: what it last read');
     // bob read the first version; alice wrote since: stale.
     expect(await page.locator('.badge-stale').count()).toBeGreaterThan(0);
+    await page.waitForSelector('text=nightly-run');
+    expect(await page.content()).not.toContain(minted.secretAccessKey);
+    expect(await page.content()).not.toContain(minted.sessionToken);
     await shot(page, 'agent');
     await page.goto(`${c.url}/_casket/console/#/agents`);
     await page.waitForSelector('text=alice');
@@ -157,7 +162,7 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     expect(text).toContain(c.agents.alice!.accessKeyId);
     for (const secret of [c.admin, c.agents.alice!, c.agents.bob!, c.keys.person!].map((k) => k.secretAccessKey)) expect(text).not.toContain(secret);
     expect(await page.content()).not.toContain(c.admin.secretAccessKey);
-    await shot(page, 'setup');
+    await shot(page, 'setup', true);
     await context.close();
   });
 

@@ -510,6 +510,16 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await store.getSession('ASIA2')).toBeUndefined();
     });
 
+    it('lists one agent\'s sessions, soonest to expire first, on every replica', async () => {
+      const { store, replica } = await impl.open(LIMITS);
+      await store.putSession(session('ASIA5', Date.now() + 900_000));
+      await store.putSession(session('ASIA4', Date.now() + 600_000));
+      await store.putSession({ ...session('ASIA6', Date.now() + 300_000), agent: 'bob' });
+      expect((await store.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(['ASIA4', 'ASIA5']);
+      expect((await (await replica()).listSessions('bob')).map((s) => s.accessKeyId)).toEqual(['ASIA6']);
+      expect(await store.listSessions('nobody')).toEqual([]);
+    });
+
     it('revocation marks it for every replica; an unknown key is not revoked', async () => {
       const { store, replica } = await impl.open(LIMITS);
       await store.putSession(session('ASIA3', Date.now() + 900_000));

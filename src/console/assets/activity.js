@@ -37,7 +37,8 @@ function liveRow(row) {
     h('td', {}, who(row)),
     h('td', {}, objectLink(row.bucket, row.key)),
     h('td', {}, row.reason ? h('span', {}, `${row.status ?? ''} ${row.reason}`) : h('span', { class: 'muted' }, row.eventName)),
-    h('td', {}, etag(row.previousETag), ' → ', etag(row.newETag)));
+    // A refusal wrote nothing: what stands is the current version.
+    h('td', {}, row.outcome === 'refused' ? [h('span', { class: 'muted' }, 'current '), etag(row.currentETag)] : [etag(row.previousETag), ' → ', etag(row.newETag)]));
 }
 
 function historyRow(row) {

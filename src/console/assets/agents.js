@@ -1,6 +1,6 @@
 // Agents: who casket knows of, and for one agent its read stamps (full,
-// partial, stale: docs/design.md §4), its recent writes, and its refusals
-// as they happen.
+// partial, stale: docs/design.md §4), its STS sessions and when they expire,
+// its recent writes, and its refusals as they happen.
 import { agentLink, badge, etag, failure, h, json, objectLink, table, time } from './dom.js';
 import { subscribe } from './events.js';
 
@@ -38,6 +38,8 @@ export async function agentView(main, name) {
       h('td', {}, time(s.readAt))));
     const writes = body.writes.map((w) => h('tr', {},
       h('td', {}, time(w.at)), h('td', {}, badge(w.outcome)), h('td', {}, objectLink(w.bucket, w.key)), h('td', {}, w.operation), h('td', {}, etag(w.previousETag), ' → ', etag(w.newETag))));
+    const sessions = body.sessions.map((s) => h('tr', {},
+      h('td', {}, h('code', {}, s.accessKeyId)), h('td', {}, s.sessionName), h('td', {}, badge(s.state === 'active' ? 'ok' : 'failing', s.state)), h('td', {}, time(s.expiresAt)), h('td', {}, h('code', {}, s.issuedBy))));
     const refusedBody = h('tbody', {}, h('tr', { class: 'empty' }, h('td', { colspan: 4, class: 'muted' }, 'None since this page opened.')));
     main.append(
       h('dl', { class: 'facts' },
@@ -45,6 +47,7 @@ export async function agentView(main, name) {
         h('dt', {}, 'Read stamps'), h('dd', {}, `${counts.full} full, ${counts.partial} partial, ${counts.stale} stale`)),
       rate,
       table('Read stamps: what it last read of each key', ['Object', 'State', 'Read', 'Current', 'Read at'], stamps, 'No read stamps.'),
+      table('STS sessions (AssumeRole)', ['Access key ID', 'Session name', 'State', 'Expires', 'Issued by'], sessions, 'No STS session.'),
       table('Recent writes', ['Time', 'Outcome', 'Object', 'Operation', 'Versions'], writes, 'No writes.'),
       h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Refusals' },
         h('table', {}, h('caption', {}, 'Refusals, live'), h('thead', {}, h('tr', {}, ['Time', 'Object', 'Status', 'Reason'].map((x) => h('th', { scope: 'col' }, x)))), refusedBody)));

@@ -37,6 +37,7 @@ export function fromRecord(record, id) {
     accessKey: c.accessKey ?? null,
     previousETag: c.previousETag ?? null,
     newETag: record.s3?.object?.eTag ? `"${String(record.s3.object.eTag).replace(/"/g, '')}"` : null,
+    currentETag: c.currentETag ? `"${String(c.currentETag).replace(/"/g, '')}"` : null,
     reason: c.reason ?? null,
     status: c.status ?? null,
   };
