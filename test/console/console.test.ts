@@ -114,13 +114,15 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
 
   it('logs in, shows a refusal live within a few seconds, with the write log below', async () => {
     const { context, page } = await loggedIn();
-    await page.waitForSelector('.status[data-state="live"]', { timeout: 5000 });
+    await page.waitForSelector('.status[data-state="live"]', { timeout: 10_000 });
     expect(await page.textContent('main')).toContain(KEY);
     // bob writes over the version he read; alice has written since: 412.
     const refused = await failure(bob.send(new PutObjectCommand({ Bucket: BUCKET, Key: KEY, Body: '# Plan\n\n- nothing\n', IfMatch: bobRead })));
     expect(refused.status).toBe(412);
     const row = page.locator('#live-rows tr.row-refused').first();
-    await row.waitFor({ timeout: 5000 });
+    const started = Date.now();
+    await row.waitFor({ timeout: 10_000 });
+    console.log(`the refusal showed in the live view ${Date.now() - started} ms after the 412`);
     expect(await row.textContent()).toContain('bob');
     expect(await row.textContent()).toContain(KEY);
     await shot(page, 'activity');
@@ -131,7 +133,7 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     const { context, page } = await loggedIn();
     await page.goto(`${c.url}/_casket/console/#/object?${new URLSearchParams({ bucket: BUCKET, key: KEY })}`);
     const unified = page.locator('pre.diff-unified');
-    await unified.waitFor({ timeout: 5000 });
+    await unified.waitFor({ timeout: 10_000 });
     expect(await page.locator('pre.diff-unified .d-add').allTextContents()).toContain('+- write the tests\n');
     await shot(page, 'object', true);
     await page.click('button[data-mode="side by side"]');

@@ -10,8 +10,8 @@ import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { haveChromium, launch } from './browser.js';
 
 const ENTRIES = 100_000;
-/** Generous for two busy cores; an unpaged read of 100,000 rows, serialised, takes longer than this. */
-const PAGE_BUDGET_MS = 300;
+/** The house rule (README, Tests): no wall-clock bound under 10 s; the figures are printed, and "never all loaded" is checked by what the store is asked. */
+const PAGE_BUDGET_MS = 10_000;
 
 type Page = { writes: Array<{ key: string; at: string }>; next: string | null };
 
@@ -19,6 +19,8 @@ describe.skipIf(!haveChromium())('console paging over 100,000 write-log entries 
   let c: InProcessCasket;
   let browser: Browser;
   let cookie: string;
+  /** The largest page the console asked the state store for. */
+  let largestAsk = 0;
 
   const page = async (query: Record<string, string>): Promise<{ body: Page; ms: number; bytes: number }> => {
     const started = performance.now();
@@ -35,6 +37,12 @@ describe.skipIf(!haveChromium())('console paging over 100,000 write-log entries 
     for (let i = 0; i < ENTRIES; i++) {
       void c.casket.services.state.appendWriteLog({ at: new Date(t0 + i), bucket: 'big', key: `dir${i % 10}/k${i}`, operation: 'PutObject', agent: `agent-${i % 7}`, newETag: i.toString(16).padStart(64, '0') });
     }
+    const state = c.casket.services.state;
+    const list = state.listWriteLog.bind(state);
+    state.listWriteLog = async (q) => {
+      largestAsk = Math.max(largestAsk, q.limit);
+      return list(q);
+    };
     const login = await fetch(`${c.url}/_casket/console/login`, { method: 'POST', redirect: 'manual', headers: { origin: c.url }, body: new URLSearchParams({ accessKeyId: c.admin.accessKeyId, secretAccessKey: c.admin.secretAccessKey }) });
     cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
     browser = await launch();
@@ -63,6 +71,9 @@ describe.skipIf(!haveChromium())('console paging over 100,000 write-log entries 
     const filtered = await page({ limit: '50', agent: 'agent-3', prefix: 'dir4/' });
     expect(filtered.body.writes.length).toBe(50);
     console.log(`100,000 entries: page 1 ${first.ms.toFixed(1)} ms (${first.bytes} bytes), page 100 ${deep.ms.toFixed(1)} ms, agent+prefix filter ${filtered.ms.toFixed(1)} ms`);
+    // Never the whole log: each view asks the store for one page.
+    expect(largestAsk).toBe(50);
+    expect(first.bytes).toBeLessThan(20_000);
     expect(first.ms).toBeLessThan(PAGE_BUDGET_MS);
     expect(deep.ms).toBeLessThan(PAGE_BUDGET_MS);
   });
