@@ -165,6 +165,14 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     for (const secret of [c.admin, c.agents.alice!, c.agents.bob!, c.keys.person!].map((k) => k.secretAccessKey)) expect(text).not.toContain(secret);
     expect(await page.content()).not.toContain(c.admin.secretAccessKey);
     await shot(page, 'setup', true);
+    // Nor in the JSON behind the views, shown or not.
+    const secrets = [c.admin, c.agents.alice!, c.agents.bob!, c.keys.person!].map((k) => k.secretAccessKey).concat(minted.secretAccessKey, minted.sessionToken);
+    for (const path of ['agents', 'agents/bob', 'setup', 'activity', `object?bucket=${BUCKET}&key=${encodeURIComponent(KEY)}`]) {
+      const res = await page.request.get(`${c.url}/_casket/console/api/${path}`);
+      expect(res.status(), path).toBe(200);
+      const text = await res.text();
+      for (const secret of secrets) expect(text, path).not.toContain(secret);
+    }
     await context.close();
   });
 
