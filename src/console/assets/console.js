@@ -7,25 +7,33 @@ import { setupView } from './setup.js';
 
 const main = document.getElementById('main');
 let stop = () => {};
+/** Which route is current: a view that finishes loading after the next route began stops at once. */
+let generation = 0;
 
 async function route() {
   stop();
   stop = () => {};
+  const mine = ++generation;
   const path = (location.hash.replace(/^#/, '') || '/activity').split('?')[0];
   const [, view, arg] = path.split('/');
-  main.replaceChildren();
+  // Each route draws into its own box: a slow view that answers after the
+  // next route began draws into a box no longer on the page.
+  const box = document.createElement('div');
+  main.replaceChildren(box);
   for (const a of document.querySelectorAll('nav a')) {
     if (a.dataset.view === (view || 'activity')) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   document.title = `${{ activity: 'Live activity', agents: 'Agents', object: 'Object', setup: 'Setup' }[view] ?? 'Live activity'} · casket console`;
   let result;
-  if (view === 'agents' && arg) result = await agentView(main, decodeURIComponent(arg));
-  else if (view === 'agents') result = await agentsView(main);
-  else if (view === 'object') result = objectView(main);
-  else if (view === 'setup') result = await setupView(main);
-  else result = activityView(main);
-  if (typeof result === 'function') stop = result;
+  if (view === 'agents' && arg) result = await agentView(box, decodeURIComponent(arg));
+  else if (view === 'agents') result = await agentsView(box);
+  else if (view === 'object') result = objectView(box);
+  else if (view === 'setup') result = await setupView(box);
+  else result = activityView(box);
+  if (typeof result !== 'function') return;
+  if (mine === generation) stop = result;
+  else result();
 }
 
 window.addEventListener('hashchange', () => {
