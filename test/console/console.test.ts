@@ -35,9 +35,15 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage });
   }
 
+  /** What the browser reported blocked by the Content-Security-Policy, on every page of every test. */
+  const violations: string[] = [];
+
   async function loggedIn(viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page }> {
     const context = await browser.newContext({ viewport });
     const page = await context.newPage();
+    page.on('console', (message) => {
+      if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
     await page.goto(`${c.url}/_casket/console`);
     await page.fill('#accessKeyId', c.admin.accessKeyId);
     await page.fill('#secretAccessKey', c.admin.secretAccessKey);
@@ -206,5 +212,9 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     await page.goto(`${c.url}/_casket/console/`);
     expect(page.url()).toMatch(/\/_casket\/console\/login$/);
     await context.close();
+  });
+
+  it('ran every view above without the browser blocking anything under the CSP (no inline script or style)', () => {
+    expect(violations).toEqual([]);
   });
 });

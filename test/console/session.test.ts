@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { staticCredentials, type Credential } from '../../src/auth/credentials.js';
-import { checkLogin, mintSession, sameOrigin, SESSION_SECONDS, sessionFromCookies, verifySession } from '../../src/console/session.js';
+import { checkLogin, clearedCookie, mintSession, sameOrigin, sessionCookie, SESSION_SECONDS, sessionFromCookies, verifySession } from '../../src/console/session.js';
 import { mintToken } from '../../src/mcp/token.js';
 
 const admin: Credential = { accessKeyId: 'ADMINKEY', secretAccessKey: 'admin-secret', admin: true };
@@ -45,6 +45,13 @@ describe('console session', () => {
     const mcp = mintToken('ADMINKEY', 'admin-secret', { ttlSeconds: 600 });
     expect(verifySession(lookup, mcp)).toBeUndefined();
     expect(verifySession(lookup, mcp.replace(/^ckt1/, 'cks1'))).toBeUndefined();
+  });
+
+  it('is a Secure cookie under TLS only, and logout clears it at once', () => {
+    expect(sessionCookie('t', true)).toMatch(/; Secure$/);
+    expect(sessionCookie('t', false)).not.toContain('Secure');
+    expect(sessionCookie('t', false)).toBe(`casket_console=t; Path=/_casket; Max-Age=${SESSION_SECONDS}; HttpOnly; SameSite=Strict`);
+    expect(clearedCookie(true)).toBe('casket_console=; Path=/_casket; Max-Age=0; HttpOnly; SameSite=Strict; Secure');
   });
 
   it('reads its cookie among others, and checks the Origin of a POST against the host', () => {
