@@ -345,6 +345,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
     {
       services, metrics, retention, log,
       credentials: () => credentialsInForce,
+      // The id before any event: the integer logs count from 1, a Redis stream's ids from 0-1.
+      firstEventId: ['0', '0-0'].find((id) => eventLog.validId(id)),
       setup: { backend: config.upstream ? 'upstream' : 'embedded', ...(config.upstream && { upstream: config.upstream.url }), state: config.state, guard: config.guard, agentHeader: config.agentHeader, retainBytes: config.retainBytes },
     },
     { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log },

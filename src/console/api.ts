@@ -49,6 +49,8 @@ export interface ConsoleDeps {
   credentials: () => readonly Credential[];
   setup: ConsoleSetup;
   log: Logger;
+  /** The id before every event in the event log: an object's refusals are replayed from it (/_casket/events?lastEventId=). */
+  firstEventId?: string;
 }
 
 const quoted = (etag: string | undefined) => (etag === undefined ? null : formatETag(etag, false));
@@ -170,6 +172,7 @@ export async function object(deps: ConsoleDeps, bucket: string, key: string) {
     key,
     current: current ? { etag: quoted(current.etag), size: current.size, lastModified: current.lastModified.toISOString(), writer: current.writer ?? null } : null,
     versions,
+    ...(deps.firstEventId !== undefined && { refusalsFrom: deps.firstEventId }),
   };
 }
 

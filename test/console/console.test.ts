@@ -141,6 +141,10 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     const unified = page.locator('pre.diff-unified');
     await unified.waitFor({ timeout: 10_000 });
     expect(await page.locator('pre.diff-unified .d-add').allTextContents()).toContain('+- write the tests\n');
+    // bob's refusal (the test before) replayed from the event log.
+    const refusal = page.locator('#object-refusals tbody tr').first();
+    await expect.poll(() => refusal.textContent(), { timeout: 10_000 }).toContain('bob');
+    expect(await refusal.textContent()).toContain('412');
     await shot(page, 'object', true);
     await page.click('button[data-mode="side by side"]');
     const split = page.locator('table.diff-split');

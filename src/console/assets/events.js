@@ -44,13 +44,14 @@ export function fromRecord(record, id) {
 }
 
 /**
- * Subscribes to the stream with server-side filters (bucket, prefix);
+ * Subscribes to the stream with server-side filters (bucket, prefix, event),
+ * from `lastEventId` when given (a replay of what the event log keeps), else from now;
  * onEvent(row) per record, onState('live' | 'reconnecting' | 'unavailable').
  * Returns a function that closes it.
  */
 export function subscribe(filters, onEvent, onState) {
   const query = new URLSearchParams();
-  for (const name of ['bucket', 'prefix', 'lastEventId']) if (filters[name]) query.set(name, filters[name]);
+  for (const name of ['bucket', 'prefix', 'event', 'lastEventId']) if (filters[name]) query.set(name, filters[name]);
   const source = new EventSource(`/_casket/events${query.size ? `?${query}` : ''}`, { withCredentials: true });
   const handle = (message) => {
     let data;

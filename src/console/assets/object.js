@@ -34,15 +34,18 @@ export function objectView(main) {
   }
   const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
   main.append(body);
-  const refusedBody = h('tbody', {}, h('tr', { class: 'empty' }, h('td', { colspan: 4, class: 'muted' }, 'None since this page opened.')));
-  const close = subscribe({ bucket, prefix: key }, (row) => {
-    if (row.key !== key || row.outcome !== 'refused') return;
-    refusedBody.querySelector('tr.empty')?.remove();
-    refusedBody.prepend(h('tr', {}, h('td', {}, time(row.at)), h('td', {}, agentLink(row.agent)), h('td', {}, String(row.status ?? '')), h('td', {}, row.reason ?? '')));
-  }, () => {});
+  const refusedBody = h('tbody', {}, h('tr', { class: 'empty' }, h('td', { colspan: 4, class: 'muted' }, 'None in the event log.')));
+  let close = () => {};
+  let closed = false;
   (async () => {
     try {
       const o = await json('object', { bucket, key });
+      // The refusals the event log still keeps, then new ones as they come: only this key's refusals travel.
+      if (!closed) close = subscribe({ bucket, prefix: key, event: 'casket:WriteRefused', lastEventId: o.refusalsFrom }, (row) => {
+        if (row.key !== key || row.outcome !== 'refused') return;
+        refusedBody.querySelector('tr.empty')?.remove();
+        refusedBody.prepend(h('tr', {}, h('td', {}, time(row.at)), h('td', {}, agentLink(row.agent)), h('td', {}, String(row.status ?? '')), h('td', {}, row.reason ?? '')));
+      }, () => {});
       const rows = o.versions.map((v) => h('tr', { class: `row-${v.outcome}` },
         h('td', {}, time(v.at)),
         h('td', {}, badge(v.outcome)),
@@ -101,11 +104,14 @@ export function objectView(main) {
         h('section', { 'aria-labelledby': 'diff-title' }, h('h2', { id: 'diff-title' }, 'Diff'),
           diffable.length === 0 && !o.current ? h('p', { class: 'muted' }, 'No version of this key is retained.') : diffForm, output),
         h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Refusals on this object' },
-          h('table', {}, h('caption', {}, 'Refusals on this object, live'), h('thead', {}, h('tr', {}, ['Time', 'Agent', 'Status', 'Reason'].map((x) => h('th', { scope: 'col' }, x)))), refusedBody)));
+          h('table', { id: 'object-refusals' }, h('caption', {}, 'Refusals on this object (412/428), newest first'), h('thead', {}, h('tr', {}, ['Time', 'Agent', 'Status', 'Reason'].map((x) => h('th', { scope: 'col' }, x)))), refusedBody)));
       if (diffable.length > 0 && o.current) await show();
     } catch (error) {
       body.replaceChildren(failure(error));
     }
   })();
-  return close;
+  return () => {
+    closed = true;
+    close();
+  };
 }
