@@ -153,7 +153,7 @@ export async function agent(deps: ConsoleDeps, name: string) {
     expiresAt: new Date(s.expiresAt).toISOString(),
     state: s.revoked ? 'revoked' : s.expiresAt <= now ? 'expired' : 'active',
   }));
-  return { agent: name, keys, stamps, writes, sessions };
+  return { agent: name, keys, stamps, writes, sessions, ...(deps.firstEventId !== undefined && { refusalsFrom: deps.firstEventId }) };
 }
 
 export async function object(deps: ConsoleDeps, bucket: string, key: string) {

@@ -162,6 +162,8 @@ describe.skipIf(!haveChromium())('console in a browser', () => {
     // bob read the first version; alice wrote since: stale.
     expect(await page.locator('.badge-stale').count()).toBeGreaterThan(0);
     await page.waitForSelector('text=nightly-run');
+    // bob's refusal (an earlier test) replayed from the event log.
+    await expect.poll(() => page.locator('#agent-refusals tbody tr').first().textContent(), { timeout: 10_000 }).toContain('412');
     expect(await page.content()).not.toContain(minted.secretAccessKey);
     expect(await page.content()).not.toContain(minted.sessionToken);
     await shot(page, 'agent');
