@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import type { Credential } from './auth/credentials.js';
 import { buildConfig, ConfigError, OPTIONS, parseArgs, parseConfigFile, parseCredentialsFile, withFile, type Config } from './config.js';
 import { createLogger } from './log.js';
-import { checkDataDir, checkListen, checkTls, listenError, readOperatorFile } from './preflight.js';
+import { checkDataDir, checkListen, checkNotifications, checkTls, listenError, readOperatorFile } from './preflight.js';
 import { startCasket } from './server.js';
 
 /** The version in package.json, which ships beside dist/ (npm pack, the Docker image). */
@@ -85,6 +85,7 @@ async function main(): Promise<void> {
   const fromFile = raw.credentials ? parseCredentialsFile(readOperatorFile('--credentials', raw.credentials), raw.credentials) : [];
   const config: Config = buildConfig(raw, fromFile);
   if (config.tlsCert !== undefined && config.tlsKey !== undefined) checkTls(config.tlsCert, config.tlsKey);
+  if (config.notificationsFile !== undefined) checkNotifications(config.notificationsFile);
   checkDataDir(config.dataDir);
   await checkListen(config.host, config.port);
 
@@ -101,6 +102,10 @@ async function main(): Promise<void> {
   const credentialsFile = raw.credentials;
   if (credentialsFile !== undefined && (statSync(credentialsFile).mode & 0o077) !== 0) {
     log.warn({ file: credentialsFile, mode: (statSync(credentialsFile).mode & 0o777).toString(8) }, 'the credentials file is readable by group or others: chmod 600 it');
+  }
+  // It holds the webhook secrets.
+  if (config.notificationsFile !== undefined && (statSync(config.notificationsFile).mode & 0o077) !== 0) {
+    log.warn({ file: config.notificationsFile, mode: (statSync(config.notificationsFile).mode & 0o777).toString(8) }, 'the notifications file is readable by group or others: chmod 600 it');
   }
   const casket = await startCasket(config, credentials, log).catch((e: unknown) => {
     throw listenError(e, config.host, config.port) ?? e;

@@ -9,7 +9,8 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:
 import { createServer } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { createSecureContext } from 'node:tls';
-import { ConfigError } from './config.js';
+import { ConfigError, parseJsonFile } from './config.js';
+import { NotificationsError, parseNotifications } from './events/notifications.js';
 
 /** Why a file or directory could not be used, in words (Node's codes: https://nodejs.org/api/errors.html#common-system-errors). */
 function fsReason(e: unknown): string {
@@ -47,6 +48,16 @@ export function checkTls(cert: string, key: string): void {
   } catch {
     // OpenSSL's message names its decoder, not the files: say which flags to look at.
     throw new ConfigError(`--tls-cert ${cert} and --tls-key ${key}: not a PEM certificate and its private key`);
+  }
+}
+
+/** The --notifications file parses as webhook targets (events/notifications.ts); its messages never quote a secret. */
+export function checkNotifications(path: string): void {
+  try {
+    parseNotifications(parseJsonFile(readOperatorFile('--notifications', path), path), path);
+  } catch (e) {
+    if (e instanceof NotificationsError) throw new ConfigError(`--notifications ${e.message}`);
+    throw e;
   }
 }
 

@@ -123,4 +123,20 @@ describe('webhooks', () => {
       ['hooks', 'keep/4'],
     ]);
   });
+
+  it('reloads the targets (SIGHUP, or the file changing): a new target gets the next events, the removed one no more', async () => {
+    const { receiver, casket, admin, file } = await setup({ timeoutMs: 1000, attempts: 5, backoffMs: 20, maxBackoffMs: 20 });
+    await admin.send(new PutObjectCommand({ Bucket: 'hooks', Key: 'before', Body: '1' }));
+    await until(async () => receiver.acknowledged().length === 1, 'the first target got the first event');
+    const second = await startReceiver(SECRET);
+    cleanup.push(() => second.close());
+    writeFileSync(file, JSON.stringify({ webhooks: [{ name: 'second', url: second.url, secret: SECRET }] }));
+    casket.proc.kill('SIGHUP');
+    await until(async () => casket.logs.some((l) => l.includes('notifications reloaded')), 'the reload logged');
+    await admin.send(new PutObjectCommand({ Bucket: 'hooks', Key: 'after', Body: '2' }));
+    await until(async () => second.acknowledged().length === 1, 'the new target got the next event');
+    expect(second.acknowledged()[0]!.record.s3.object.key).toBe('after');
+    expect(second.acknowledged()[0]!.verified).toBe(true);
+    expect(receiver.deliveries.map((d) => d.record.s3.object.key)).toEqual(['before']);
+  });
 });

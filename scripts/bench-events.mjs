@@ -1,0 +1,150 @@
+#!/usr/bin/env node
+/**
+ * What an event-stream subscriber costs a write (docs/design.md §9): the
+ * bench's 4 KiB PutObject (signed, unconditional, an admin key) against one
+ * casket on the embedded store, in alternating runs — A without a
+ * subscriber, B with one connected to /_casket/events (SigV4-signed, as a
+ * program would) and reading every record — at each concurrency. Prints
+ * requests per second, p50 / p99 latency, the ratio B/A, the records the
+ * subscriber received, and the load average (these 2 cores are shared).
+ * Every write appends its event in both runs; what B adds is a reader.
+ *
+ *   npm run build && node scripts/bench-events.mjs [--duration S] [--runs N] [--concurrency 1,8] [--state sqlite|memory]
+ *
+ * Every process it starts is ended by its PID.
+ */
+import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { S3Client } from './bench/client.mjs';
+import { fastSigner, sha256hex } from './bench/signer.mjs';
+import { startCasket, stop, stopAll } from './bench/processes.mjs';
+import { median, percentile } from './bench/stats.mjs';
+
+const args = process.argv.slice(2);
+const option = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : fallback;
+};
+const DURATION_MS = Number(option('--duration', '3')) * 1000;
+const RUNS = Math.max(3, Number(option('--runs', '5')));
+const CONCURRENCY = option('--concurrency', '1,8').split(',').map(Number);
+const STATE = option('--state', 'sqlite');
+const SIZE = 4096;
+const CLI = resolve(import.meta.dirname, '../dist/cli.js');
+
+const dir = mkdtempSync(join(tmpdir(), 'casket-bench-events-'));
+
+/** One run: `conc` workers PUT 4 KiB for DURATION_MS; req/s and latencies. */
+async function run(url, cred, conc) {
+  const client = new S3Client(url, cred);
+  const bodies = Array.from({ length: 16 }, () => randomBytes(SIZE));
+  const hashes = bodies.map((b) => sha256hex(b));
+  const latencies = [];
+  const deadline = Date.now() + DURATION_MS;
+  await Promise.all(
+    Array.from({ length: conc }, async (_, w) => {
+      for (let i = 0; Date.now() < deadline; i++) {
+        const t = performance.now();
+        const r = await client.request('PUT', `/bench/w${w}-${i % 64}`, { body: bodies[i % 16], payloadHash: hashes[i % 16] });
+        if (r.status !== 200) throw new Error(`PUT answered ${r.status}: ${r.body}`);
+        latencies.push(performance.now() - t);
+      }
+    }),
+  );
+  client.close();
+  latencies.sort((a, b) => a - b);
+  return { rps: latencies.length / (DURATION_MS / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+/**
+ * A subscriber in a process of its own (as a console or a program would
+ * be: not on the load generator's CPU), reading the stream and counting
+ * its records; `close()` ends it and resolves to the count.
+ */
+const SUBSCRIBER = `
+import { request } from 'node:http';
+const { host, port, path, headers } = JSON.parse(process.env.SUB);
+let records = 0;
+const req = request({ host, port, path, headers }, (res) => {
+  if (res.statusCode !== 200) { console.error('status ' + res.statusCode); process.exit(1); }
+  res.setEncoding('utf8');
+  let tail = '';
+  res.on('data', (chunk) => {
+    const text = tail + chunk;
+    for (let i = text.indexOf('id: '); i >= 0; i = text.indexOf('id: ', i + 1)) if (i === 0 || text[i - 1] === '\\n') records++;
+    tail = text.slice(-3);
+  });
+  process.send('ready');
+});
+req.on('error', () => {});
+req.end();
+process.on('message', () => { process.send(records); process.exit(0); });
+`;
+
+async function subscribe(url, cred) {
+  const u = new URL(url);
+  const path = '/_casket/events';
+  const headers = await fastSigner(cred).sign('GET', path, { host: u.host, 'x-amz-content-sha256': sha256hex('') });
+  const child = spawn(process.execPath, ['--input-type=module', '-e', SUBSCRIBER], { env: { ...process.env, SUB: JSON.stringify({ host: u.hostname, port: u.port, path, headers }) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  await new Promise((resolveReady, reject) => {
+    child.once('message', resolveReady);
+    child.once('exit', (code) => reject(new Error(`subscriber exited ${code}`)));
+  });
+  return {
+    close: () =>
+      new Promise((resolveCount) => {
+        child.removeAllListeners('exit');
+        child.once('message', (n) => resolveCount(n));
+        child.send('stop');
+      }),
+  };
+}
+
+try {
+  const admin = { accessKeyId: `ADMIN${randomBytes(6).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(24).toString('base64url') };
+  const credentialsFile = join(dir, 'credentials.json');
+  writeFileSync(credentialsFile, JSON.stringify({ credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true }] }), { mode: 0o600 });
+  const casket = await startCasket({ cli: CLI, dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log'), extraArgs: ['--state', STATE] });
+  if ((await new S3Client(casket.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
+  // Warm up (JIT), with and without a reader.
+  await run(casket.url, admin, 8);
+  const warm = await subscribe(casket.url, admin);
+  await run(casket.url, admin, 8);
+  await warm.close();
+
+  console.log(`4 KiB PutObject (signed, unconditional), embedded store, --state ${STATE}; ${RUNS} alternating runs of ${DURATION_MS / 1000} s, medians`);
+  console.log('| c | no subscriber: req/s · p50 · p99 | 1 SSE subscriber: req/s · p50 · p99 | B/A req/s | records the subscriber got / PUTs |');
+  console.log('|---|---|---|---|---|');
+  for (const conc of CONCURRENCY) {
+    const a = [];
+    const b = [];
+    let got = 0;
+    let puts = 0;
+    for (let i = 0; i < RUNS; i++) {
+      const order = i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+      for (const which of order) {
+        if (which === 'a') a.push(await run(casket.url, admin, conc));
+        else {
+          const sub = await subscribe(casket.url, admin);
+          const r = await run(casket.url, admin, conc);
+          // Let the subscriber catch up with the run's last records before counting.
+          await new Promise((r) => setTimeout(r, 300));
+          got += await sub.close();
+          puts += Math.round(r.rps * (DURATION_MS / 1000));
+          b.push(r);
+        }
+      }
+    }
+    const m = (xs, k) => median(xs.map((x) => x[k]));
+    console.log(`| ${conc} | ${m(a, 'rps').toFixed(0)} · ${m(a, 'p50').toFixed(2)} ms · ${m(a, 'p99').toFixed(2)} ms | ${m(b, 'rps').toFixed(0)} · ${m(b, 'p50').toFixed(2)} ms · ${m(b, 'p99').toFixed(2)} ms | ${(m(b, 'rps') / m(a, 'rps')).toFixed(2)}× | ${got} / ${puts} |`);
+    console.log(`  runs A: ${a.map((x) => x.rps.toFixed(0)).join(' ')}; B: ${b.map((x) => x.rps.toFixed(0)).join(' ')}`);
+  }
+  console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  await stop(casket);
+} finally {
+  await stopAll();
+  rmSync(dir, { recursive: true, force: true });
+}
