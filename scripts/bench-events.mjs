@@ -10,6 +10,11 @@
  * Every write appends its event in both runs; what B adds is a reader.
  *
  *   npm run build && node scripts/bench-events.mjs [--duration S] [--runs N] [--concurrency 1,8] [--state sqlite|memory]
+ *                                                  [--baseline OTHER/dist/cli.js]
+ *
+ * With --baseline, A is a casket built from another tree (e.g. before the
+ * event log existed) and B this one, neither with a subscriber: what
+ * appending each write's event costs.
  *
  * Every process it starts is ended by its PID.
  */
@@ -20,7 +25,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { S3Client } from './bench/client.mjs';
 import { fastSigner, sha256hex } from './bench/signer.mjs';
-import { startCasket, stop, stopAll } from './bench/processes.mjs';
+import { cpuMs, startCasket, stop, stopAll } from './bench/processes.mjs';
 import { median, percentile } from './bench/stats.mjs';
 
 const args = process.argv.slice(2);
@@ -32,13 +37,15 @@ const DURATION_MS = Number(option('--duration', '3')) * 1000;
 const RUNS = Math.max(3, Number(option('--runs', '5')));
 const CONCURRENCY = option('--concurrency', '1,8').split(',').map(Number);
 const STATE = option('--state', 'sqlite');
+const BASELINE = option('--baseline', undefined);
 const SIZE = 4096;
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'casket-bench-events-'));
 
-/** One run: `conc` workers PUT 4 KiB for DURATION_MS; req/s and latencies. */
-async function run(url, cred, conc) {
+/** One run: `conc` workers PUT 4 KiB for DURATION_MS; req/s, latencies, and casket's CPU per PUT (µs, from /proc: steadier than req/s on a loaded machine). */
+async function run(url, cred, conc, pid) {
+  const cpuBefore = pid ? cpuMs(pid) : 0;
   const client = new S3Client(url, cred);
   const bodies = Array.from({ length: 16 }, () => randomBytes(SIZE));
   const hashes = bodies.map((b) => sha256hex(b));
@@ -56,7 +63,8 @@ async function run(url, cred, conc) {
   );
   client.close();
   latencies.sort((a, b) => a - b);
-  return { rps: latencies.length / (DURATION_MS / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  const cpu = pid ? ((cpuMs(pid) - cpuBefore) * 1000) / latencies.length : NaN;
+  return { rps: latencies.length / (DURATION_MS / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu };
 }
 
 /**
@@ -109,15 +117,21 @@ try {
   writeFileSync(credentialsFile, JSON.stringify({ credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true }] }), { mode: 0o600 });
   const casket = await startCasket({ cli: CLI, dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log'), extraArgs: ['--state', STATE] });
   if ((await new S3Client(casket.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
+  const baseline = BASELINE && (await startCasket({ cli: resolve(BASELINE), dataDir: join(dir, 'baseline'), credentialsFile, logFile: join(dir, 'baseline.log'), extraArgs: ['--state', STATE] }));
+  if (baseline && (await new S3Client(baseline.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
   // Warm up (JIT), with and without a reader.
   await run(casket.url, admin, 8);
-  const warm = await subscribe(casket.url, admin);
-  await run(casket.url, admin, 8);
-  await warm.close();
+  if (baseline) await run(baseline.url, admin, 8);
+  else {
+    const warm = await subscribe(casket.url, admin);
+    await run(casket.url, admin, 8);
+    await warm.close();
+  }
 
   console.log(`4 KiB PutObject (signed, unconditional), embedded store, --state ${STATE}; ${RUNS} alternating runs of ${DURATION_MS / 1000} s, medians`);
-  console.log('| c | no subscriber: req/s · p50 · p99 | 1 SSE subscriber: req/s · p50 · p99 | B/A req/s | records the subscriber got / PUTs |');
-  console.log('|---|---|---|---|---|');
+  if (baseline) console.log(`A: ${BASELINE}; B: this tree; no subscriber on either`);
+  console.log('| c | no subscriber: req/s · p50 · p99 · casket CPU/PUT | 1 SSE subscriber: req/s · p50 · p99 · casket CPU/PUT | B/A req/s | B/A CPU | records the subscriber got / PUTs |');
+  console.log('|---|---|---|---|---|---|');
   for (const conc of CONCURRENCY) {
     const a = [];
     const b = [];
@@ -126,10 +140,11 @@ try {
     for (let i = 0; i < RUNS; i++) {
       const order = i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
       for (const which of order) {
-        if (which === 'a') a.push(await run(casket.url, admin, conc));
+        if (which === 'a') a.push(await run((baseline || casket).url, admin, conc, (baseline || casket).pid));
+        else if (baseline) b.push(await run(casket.url, admin, conc, casket.pid));
         else {
           const sub = await subscribe(casket.url, admin);
-          const r = await run(casket.url, admin, conc);
+          const r = await run(casket.url, admin, conc, casket.pid);
           // Let the subscriber catch up with the run's last records before counting.
           await new Promise((r) => setTimeout(r, 300));
           got += await sub.close();
@@ -139,11 +154,14 @@ try {
       }
     }
     const m = (xs, k) => median(xs.map((x) => x[k]));
-    console.log(`| ${conc} | ${m(a, 'rps').toFixed(0)} · ${m(a, 'p50').toFixed(2)} ms · ${m(a, 'p99').toFixed(2)} ms | ${m(b, 'rps').toFixed(0)} · ${m(b, 'p50').toFixed(2)} ms · ${m(b, 'p99').toFixed(2)} ms | ${(m(b, 'rps') / m(a, 'rps')).toFixed(2)}× | ${got} / ${puts} |`);
-    console.log(`  runs A: ${a.map((x) => x.rps.toFixed(0)).join(' ')}; B: ${b.map((x) => x.rps.toFixed(0)).join(' ')}`);
+    const row = (x) => `${m(x, 'rps').toFixed(0)} · ${m(x, 'p50').toFixed(2)} ms · ${m(x, 'p99').toFixed(2)} ms · ${m(x, 'cpu').toFixed(0)} µs`;
+    console.log(`| ${conc} | ${row(a)} | ${row(b)} | ${(m(b, 'rps') / m(a, 'rps')).toFixed(2)}× | ${(m(b, 'cpu') / m(a, 'cpu')).toFixed(2)}× | ${got} / ${puts} |`);
+    console.log(`  runs A: ${a.map((x) => `${x.rps.toFixed(0)} req/s ${x.cpu.toFixed(0)} µs`).join(', ')}; B: ${b.map((x) => `${x.rps.toFixed(0)} req/s ${x.cpu.toFixed(0)} µs`).join(', ')}`);
+    console.log(`  load average now: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   }
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   await stop(casket);
+  if (baseline) await stop(baseline);
 } finally {
   await stopAll();
   rmSync(dir, { recursive: true, force: true });

@@ -429,6 +429,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
     close: async (drainMs = 0) => {
       if (!closed) {
         closed = new Promise<void>((resolve) => server.close(() => resolve()));
+        // Event streams never end by themselves: end them now, as idle connections are.
+        eventStream.endAll();
         // A keep-alive connection is closed as soon as it is idle: between
         // requests, or once the response in flight has been sent.
         server.closeIdleConnections();

@@ -22,7 +22,12 @@ export class SqliteEventLog implements EventLog {
   private readonly signal = new AppendSignal();
   private readonly insert: Statement<[number, string]>;
   private readonly page: Statement<[number, number], { id: number; record: string }>;
+  private readonly sequence: Statement<[], { seq: number }>;
+  private readonly oldest: Statement<[], { id: number | null }>;
   private appended = 0;
+  private pending: Array<[number, string]> = [];
+  private flushed: Promise<void> | undefined;
+  private readonly insertAll: (rows: Array<[number, string]>) => void;
 
   constructor(path: string, private readonly ttlMs: number, private readonly maxEvents = MAX_EVENTS) {
     this.db = openSqlite(path);
@@ -32,14 +37,44 @@ export class SqliteEventLog implements EventLog {
     this.db.pragma('busy_timeout = 5000');
     this.db.exec(SCHEMA);
     this.insert = this.db.prepare('INSERT INTO events (at, record) VALUES (?, ?)');
+    this.insertAll = this.db.transaction((rows: Array<[number, string]>) => {
+      for (const [at, json] of rows) this.insert.run(at, json);
+    });
     this.page = this.db.prepare('SELECT id, record FROM events WHERE id > ? ORDER BY id LIMIT ?');
+    this.sequence = this.db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'");
+    this.oldest = this.db.prepare('SELECT min(id) AS id FROM events');
     this.prune();
   }
 
-  async append(record: StoredRecord): Promise<void> {
-    this.insert.run(Date.now(), JSON.stringify(record));
-    if (++this.appended % PRUNE_EVERY === 0) this.prune();
-    this.signal.emit();
+  /**
+   * Appends made in one turn of the event loop go in one transaction, after
+   * it (a transaction each cost ~27 µs of CPU, most of a write's event;
+   * concurrent writes share one). The promise resolves once the event is
+   * in the database, so a write is answered only after its event is kept.
+   */
+  append(record: StoredRecord): Promise<void> {
+    this.pending.push([Date.now(), JSON.stringify(record)]);
+    this.flushed ??= new Promise<void>((resolve, reject) =>
+      setImmediate(() => {
+        const rows = this.pending;
+        this.pending = [];
+        this.flushed = undefined;
+        try {
+          this.insertAll(rows);
+          resolve();
+        } catch (e) {
+          reject(e);
+          return;
+        }
+        this.appended += rows.length;
+        if (this.appended >= PRUNE_EVERY) {
+          this.appended = 0;
+          this.prune();
+        }
+        this.signal.emit();
+      }),
+    );
+    return this.flushed;
   }
 
   private prune(): void {
@@ -49,15 +84,13 @@ export class SqliteEventLog implements EventLog {
 
   /** The highest id ever given (AUTOINCREMENT keeps it in sqlite_sequence even when the rows are gone). */
   private newest(): number {
-    const row = this.db.prepare<[], { seq: number }>("SELECT seq FROM sqlite_sequence WHERE name = 'events'").get();
-    return row?.seq ?? 0;
+    return this.sequence.get()?.seq ?? 0;
   }
 
   async read(after: string, limit: number): Promise<EventPage> {
     const cursor = Number(after);
     const newest = this.newest();
-    const oldestRow = this.db.prepare<[], { id: number }>('SELECT min(id) AS id FROM events').get();
-    const oldest = oldestRow?.id ?? newest + 1;
+    const oldest = this.oldest.get()?.id ?? newest + 1;
     const lost = cursor + 1 < oldest || cursor > newest;
     if (cursor > newest) return { events: [], lost };
     const events = this.page.all(cursor, limit).map((row) => ({ id: String(row.id), record: withSequencer(JSON.parse(row.record) as StoredRecord, integerSequencer(row.id)) }));

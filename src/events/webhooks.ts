@@ -106,11 +106,20 @@ class TargetWorker {
           else await this.sleep(1000);
           continue;
         }
+        // Events the target does not ask for move the cursor once per page, not once each.
+        let skipped: string | undefined;
         for (const event of page.events) {
           if (this.stopped) return;
-          if (matches(this.target, event.record) && !(await this.deliver(event))) break;
+          if (!matches(this.target, event.record)) {
+            skipped = event.id;
+            continue;
+          }
+          if (skipped !== undefined) await this.log.setCursor(this.target.name, skipped);
+          skipped = undefined;
+          if (!(await this.deliver(event))) break;
           await this.log.setCursor(this.target.name, event.id);
         }
+        if (skipped !== undefined && !this.stopped) await this.log.setCursor(this.target.name, skipped);
       } catch (err) {
         // The log is out of reach (Redis down): try again; the cursor has not moved.
         this.logger.error({ target: this.target.name, err: err instanceof Error ? err.message : String(err) }, 'webhook: event log unavailable');

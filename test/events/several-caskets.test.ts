@@ -2,7 +2,8 @@
  * Several caskets on one Redis (docs/design.md §9, §11): each casket's
  * /_casket/events carries every casket's events, in one order — the same
  * ids in the same order on both streams — and a Last-Event-ID from one
- * casket resumes on the other.
+ * casket resumes on the other. A webhook target both caskets name gets
+ * each event once, from whichever casket holds its delivery lease.
  */
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +12,14 @@ import { bytes, sdk } from '../helpers/clients.js';
 import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
 import { need } from '../helpers/tools.js';
 import { startUpstream, upstreamKindFromEnv, type Upstream } from '../helpers/upstream.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { until } from '../helpers/poll.js';
+import { startReceiver, type Receiver } from './receiver.js';
 import { subscribe, type Subscription } from './sse.js';
+
+const SECRET = 'shared-webhook-secret-0123456789';
 
 const haveRedis = need('redis-server', hasRedis());
 
@@ -23,12 +31,21 @@ describe.runIf(haveRedis)('two caskets on one Redis', () => {
   const clients: S3Client[] = [];
   const streams: Subscription[] = [];
 
+  let receiver: Receiver;
+  let dir: string;
+
   beforeAll(async () => {
     redis = await startRedis();
+    // Both caskets name the same webhook target: one of them delivers each event (a lease in Redis).
+    receiver = await startReceiver(SECRET);
+    dir = mkdtempSync(join(tmpdir(), 'casket-hooks-'));
+    const file = join(dir, 'notifications.json');
+    writeFileSync(file, JSON.stringify({ webhooks: [{ name: 'shared', url: receiver.url, secret: SECRET }], backoffMs: 20, maxBackoffMs: 50 }), { mode: 0o600 });
+    const args = ['--state', 'redis', '--redis-url', redis.url, '--notifications', file];
     // Replicas share one upstream (moto, or CASKET_TEST_UPSTREAM's) as they share Redis.
     upstream = await startUpstream(upstreamKindFromEnv() ?? 'moto');
-    one = await startCasket({ agents: ['alice', 'bob'], upstream, args: ['--state', 'redis', '--redis-url', redis.url] });
-    two = await startCasket({ credentialsOf: one, upstream, args: ['--state', 'redis', '--redis-url', redis.url] });
+    one = await startCasket({ agents: ['alice', 'bob'], upstream, args });
+    two = await startCasket({ credentialsOf: one, upstream, args });
   });
 
   afterAll(async () => {
@@ -38,6 +55,8 @@ describe.runIf(haveRedis)('two caskets on one Redis', () => {
     await two?.stop();
     await upstream?.stop();
     await redis?.stop();
+    await receiver?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   it('each stream shows both caskets\' events, in the same order, and one casket\'s id resumes on the other', async () => {
@@ -70,5 +89,11 @@ describe.runIf(haveRedis)('two caskets on one Redis', () => {
     const resumed = await subscribe(two.url, one.admin, '/_casket/events', { 'last-event-id': a![9]!.id });
     streams.push(resumed);
     expect((await resumed.until((r) => r.length >= 3)).map((r) => r.id)).toEqual(a!.slice(10).map((r) => r.id));
+
+    // The webhook got each event of both caskets once, in the stream's order.
+    await until(async () => receiver.acknowledged().length >= 13, 'every event delivered');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(receiver.deliveries.map((d) => d.eventId)).toEqual(a!.map((r) => r.id));
+    expect(receiver.deliveries.every((d) => d.verified)).toBe(true);
   });
 });

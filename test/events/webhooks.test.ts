@@ -7,7 +7,8 @@
  * casket_webhook_{pushed,failed,dropped}_total move in /_casket/metrics.
  */
 import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
@@ -43,10 +44,10 @@ describe('webhooks', () => {
   async function setup(settings: Record<string, number>, extra: Record<string, unknown> = {}) {
     const receiver = await startReceiver(SECRET);
     cleanup.push(() => receiver.close());
-    // The file needs the receiver's URL, so casket starts on a data dir made first.
-    const first = await startCasket({ agents: ['alice'] });
-    const file = notifications(first.dataDir, receiver, settings, extra);
-    const casket = await first.restart(['--notifications', file]);
+    const dir = mkdtempSync(join(tmpdir(), 'casket-hooks-'));
+    cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+    const file = notifications(dir, receiver, settings, extra);
+    const casket = await startCasket({ agents: ['alice'], args: ['--notifications', file] });
     cleanup.push(() => casket.stop());
     const admin = sdk(casket.url, casket.admin);
     const alice = sdk(casket.url, casket.agents.alice!);
