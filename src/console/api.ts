@@ -182,6 +182,18 @@ export async function diff(deps: ConsoleDeps, credential: Credential, query: URL
   return diffFor(auth, deps.services, query);
 }
 
+/** An upstream URL as the page may show it: a user or password written into it stays out. */
+function withoutUserinfo(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.toString().replace(/\/$/, '');
+  } catch {
+    return '(not a URL)';
+  }
+}
+
 export async function setup(deps: ConsoleDeps) {
   const { services, metrics } = deps;
   const ready = await readiness({ backend: services.backend, state: services.state, retention: deps.retention }, deps.log);
@@ -205,7 +217,7 @@ export async function setup(deps: ConsoleDeps) {
     return by ? { total, by: out } : { total };
   };
   return {
-    setup: deps.setup,
+    setup: { ...deps.setup, ...(deps.setup.upstream !== undefined && { upstream: withoutUserinfo(deps.setup.upstream) }) },
     readiness: ready.body,
     capabilities,
     credentials,
