@@ -11,7 +11,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-RUN npx tsc -p tsconfig.build.json
+COPY scripts/copy-console-assets.mjs ./scripts/
+RUN npx tsc -p tsconfig.build.json && node scripts/copy-console-assets.mjs
 
 # Run stage: production dependencies and the built code only.
 FROM node:22-bookworm-slim

@@ -158,7 +158,8 @@ async function main(): Promise<void> {
         (generatedNow
           ? `  secret key: ${generated.secretAccessKey}\n  (shown this once; kept in ${file}, mode 0600)\n`
           : `  secret key: in ${file}\n`) +
-        `  try: AWS_ACCESS_KEY_ID=${generated.accessKeyId} AWS_SECRET_ACCESS_KEY=... aws --endpoint-url ${casket.url} s3 ls\n\n`,
+        `  try: AWS_ACCESS_KEY_ID=${generated.accessKeyId} AWS_SECRET_ACCESS_KEY=... aws --endpoint-url ${casket.url} s3 ls\n` +
+        `  console: ${casket.url}/_casket/console (log in with this admin key)\n\n`,
     );
   }
   log.info(

@@ -60,6 +60,7 @@ import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
+import { consoleApp, sessionCredential } from './console/routes.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -330,13 +331,26 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
   app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
-  // The event stream (docs/design.md §9): admin credentials only, SigV4-signed.
-  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup);
+  // The event stream (docs/design.md §9): admin credentials only, SigV4-signed
+  // by programs, or the console's session cookie (a browser's EventSource cannot sign).
+  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup) || sessionCredential(options.lookup, request.headers.get('cookie') ?? undefined) !== undefined;
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
   const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
   app.all(MCP_PATH, (c) => mcp(c.req.raw));
+  // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
+  let credentialsInForce: readonly Credential[] = credentials;
+  app.route('/', consoleApp(
+    {
+      services, metrics, retention, log,
+      credentials: () => credentialsInForce,
+      // The id before any event: the integer logs count from 1, a Redis stream's ids from 0-1.
+      firstEventId: ['0', '0-0'].find((id) => eventLog.validId(id)),
+      setup: { backend: config.upstream ? 'upstream' : 'embedded', ...(config.upstream && { upstream: config.upstream.url }), state: config.state, guard: config.guard, agentHeader: config.agentHeader, retainBytes: config.retainBytes },
+    },
+    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log },
+  ));
   /**
    * An S3 request, from the socket to handleS3 and back, without Hono and
    * its Fetch adapter: no Request, Headers or URL object per request (4 KiB
@@ -409,6 +423,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     reloadCredentials: (credentials) => {
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
+      credentialsInForce = credentials;
     },
     reloadNotifications,
     close: async (drainMs = 0) => {

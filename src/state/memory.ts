@@ -11,6 +11,8 @@ const SEP = '\u0000';
 export class MemoryStateStore implements StateStore {
   private readonly stamps = new Map<string, ReadStamp>();
   private readonly log: WriteLogEntry[] = [];
+  /** Entries ever appended: log[i] is entry number appended - log.length + i, its cursor. */
+  private appended = 0;
   /** Newest entry per bucket/key (lastWrite), trimmed with the log. */
   private readonly last = new Map<string, WriteLogEntry>();
   private readonly index = new Map<string, string>();
@@ -64,6 +66,7 @@ export class MemoryStateStore implements StateStore {
 
   async appendWriteLog(entry: WriteLogEntry): Promise<void> {
     this.log.push(entry);
+    this.appended++;
     const id = [entry.bucket, entry.key].join(SEP);
     this.last.delete(id);
     this.last.set(id, entry);
@@ -79,10 +82,12 @@ export class MemoryStateStore implements StateStore {
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
     const cutoff = Date.now() - this.limits.ttlMs;
     const out: WriteLogEntry[] = [];
-    for (let i = this.log.length - 1; i >= 0 && out.length < q.limit; i--) {
+    const first = this.appended - this.log.length;
+    const start = q.before === undefined ? this.log.length - 1 : Math.min(Number(q.before) - first - 1, this.log.length - 1);
+    for (let i = start; i >= 0 && out.length < q.limit; i--) {
       const e = this.log[i]!;
       if (e.at.getTime() < cutoff) break;
-      if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.agent === undefined || e.agent === q.agent)) out.push(e);
+      if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.prefix === undefined || e.key.startsWith(q.prefix)) && (q.agent === undefined || e.agent === q.agent)) out.push({ ...e, cursor: String(first + i) });
     }
     return out;
   }
@@ -137,6 +142,11 @@ export class MemoryStateStore implements StateStore {
     if (!s) return false;
     this.sessions.set(accessKeyId, { ...s, revoked: true });
     return true;
+  }
+
+  async listSessions(agent: string): Promise<SessionRecord[]> {
+    const now = Date.now();
+    return [...this.sessions.values()].filter((s) => s.agent === agent && s.expiresAt + SESSION_GRACE_MS >= now).map((s) => ({ ...s })).sort((a, b) => a.expiresAt - b.expiresAt);
   }
 
   async close(): Promise<void> {}

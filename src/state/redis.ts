@@ -71,6 +71,7 @@
  * strongly consistent (the WAIT page says so); what it buys is that an
  * acknowledged change is on a second machine before the answer leaves.
  */
+import { createHash } from 'node:crypto';
 import { type ChainableCommander, type Redis } from 'ioredis';
 import { closeRedis, confirmReplicated, openRedis, type RedisTarget, type Replication } from './redis-connection.js';
 import { SESSION_GRACE_MS, type SessionRecord } from './types.js';
@@ -163,6 +164,11 @@ interface Scripts {
 
 /** A write-log entry as JSON in Redis: the time as epoch ms. */
 type StoredLogEntry = Omit<WriteLogEntry, 'at'> & { at: number };
+
+/** Names one write-log entry in a paging cursor (listWriteLog): its time and content make it unique in practice. */
+function logDigest(row: string): string {
+  return createHash('sha256').update(row).digest('base64url').slice(0, 16);
+}
 
 /** MULTI reports a failed command inside its result, not as a rejection. */
 async function exec(transaction: ChainableCommander): Promise<void> {
@@ -295,15 +301,25 @@ export class RedisStateStore implements StateStore {
     const log = `${this.prefix}write-log`;
     const out: WriteLogEntry[] = [];
     const page = 500;
+    // The list is pushed at its head, so an entry's index only grows: a
+    // cursor is `<index when listed>.<digest of the entry>`, and the next page
+    // looks for that entry from that index on, then reads past it.
+    const [index, digest] = (q.before ?? '').split('.');
+    const start = q.before === undefined ? 0 : Number(index) || 0;
+    let anchor = q.before === undefined ? undefined : (digest ?? '');
     // Newest first; filters applied here, so read pages until the limit is met,
     // the TTL is passed or the list ends.
-    for (let offset = 0; out.length < q.limit; offset += page) {
+    for (let offset = start; out.length < q.limit; offset += page) {
       const rows = await this.redis.lrange(log, offset, offset + page - 1);
-      for (const row of rows) {
+      for (const [i, row] of rows.entries()) {
+        if (anchor !== undefined) {
+          if (logDigest(row) === anchor) anchor = undefined;
+          continue;
+        }
         const e = JSON.parse(row) as StoredLogEntry;
         if (e.at < cutoff) return out;
-        if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.agent === undefined || e.agent === q.agent)) {
-          out.push({ ...e, at: new Date(e.at) });
+        if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.prefix === undefined || e.key.startsWith(q.prefix)) && (q.agent === undefined || e.agent === q.agent)) {
+          out.push({ ...e, at: new Date(e.at), cursor: `${offset + i}.${logDigest(row)}` });
           if (out.length >= q.limit) return out;
         }
       }
@@ -358,6 +374,22 @@ export class RedisStateStore implements StateStore {
     const s = json === null ? undefined : (JSON.parse(json) as SessionRecord);
     // PX expiry is lazy to within a millisecond or so: the bound is checked here too.
     return s && s.expiresAt + SESSION_GRACE_MS >= Date.now() ? s : undefined;
+  }
+
+  async listSessions(agent: string): Promise<SessionRecord[]> {
+    // SCAN, not an index: sessions are few and live hours, and this is an operator's page, not a request path.
+    const out: SessionRecord[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await this.redis.scan(cursor, 'MATCH', `${this.prefix}session:*`, 'COUNT', 1000);
+      cursor = next;
+      const values = keys.length ? await this.redis.mget(...keys) : [];
+      for (const json of values) {
+        const s = json === null ? undefined : (JSON.parse(json) as SessionRecord);
+        if (s?.agent === agent && s.expiresAt + SESSION_GRACE_MS >= Date.now()) out.push(s);
+      }
+    } while (cursor !== '0');
+    return out.sort((a, b) => a.expiresAt - b.expiresAt);
   }
 
   async revokeSession(accessKeyId: string): Promise<boolean> {

@@ -52,6 +52,7 @@ interface StampRow {
 }
 
 interface LogRow {
+  id: number;
   at: number;
   bucket: string;
   key: string;
@@ -235,7 +236,10 @@ export class SqliteStateStore implements StateStore {
     if (q.bucket !== undefined) (where.push('bucket = ?'), args.push(q.bucket));
     if (q.key !== undefined) (where.push('key = ?'), args.push(q.key));
     if (q.agent !== undefined) (where.push('agent = ?'), args.push(q.agent));
-    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
+    // substr, not LIKE: a key may hold % and _; SQLite counts characters, as the spread does.
+    if (q.prefix !== undefined) (where.push('substr(key, 1, ?) = ?'), args.push([...q.prefix].length, q.prefix));
+    if (q.before !== undefined) (where.push('id < ?'), args.push(Number(q.before)));
+    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT id, at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
     return rows.map((r) => ({
       at: new Date(r.at),
       bucket: r.bucket,
@@ -246,12 +250,16 @@ export class SqliteStateStore implements StateStore {
       ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
       ...(r.new_etag !== null && { newETag: r.new_etag }),
       ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
+      cursor: String(r.id),
     }));
   }
 
   async lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined> {
     // write_log_key indexes (bucket, key) and, implicitly, id: one index probe.
-    return (await this.listWriteLog({ bucket, key, limit: 1 }))[0];
+    const [last] = await this.listWriteLog({ bucket, key, limit: 1 });
+    if (!last) return undefined;
+    const { cursor: _, ...entry } = last;
+    return entry;
   }
 
   async getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined> {
@@ -282,6 +290,12 @@ export class SqliteStateStore implements StateStore {
   async getSession(accessKeyId: string): Promise<SessionRecord | undefined> {
     const row = this.q.getSession.get(accessKeyId, Date.now());
     return row ? (JSON.parse(row.record) as SessionRecord) : undefined;
+  }
+
+  async listSessions(agent: string): Promise<SessionRecord[]> {
+    // Sessions are few (bounded by their expiry and maxEntries): the records are read and filtered here.
+    const rows = this.db.prepare<[string, number], { record: string }>("SELECT record FROM sessions WHERE json_extract(record, '$.agent') = ? AND keep_until >= ? ORDER BY keep_until").all(agent, Date.now());
+    return rows.map((r) => JSON.parse(r.record) as SessionRecord);
   }
 
   async revokeSession(accessKeyId: string): Promise<boolean> {

@@ -53,12 +53,25 @@ export interface WriteLogEntry {
    * repeats (docs/design.md §3, exact retries).
    */
   invocationId?: string;
+  /**
+   * Where the entry sits in the log, set by listWriteLog: an opaque cursor
+   * for the next page (WriteLogQuery.before). Never stored.
+   */
+  cursor?: string;
 }
 
 export interface WriteLogQuery {
   bucket?: string;
   key?: string;
+  /** Keys that start with this. */
+  prefix?: string;
   agent?: string;
+  /**
+   * Only entries older than the one whose `cursor` this is: keyset paging, so
+   * page n of a long log costs what page 1 does (the console pages 100,000
+   * entries this way, never loading them all).
+   */
+  before?: string;
   limit: number;
 }
 
@@ -156,6 +169,8 @@ export interface StateStore {
   getSession(accessKeyId: string): Promise<SessionRecord | undefined>;
   /** Marks a session revoked; false when the store does not know it. */
   revokeSession(accessKeyId: string): Promise<boolean>;
+  /** The agent's sessions still kept (expired and revoked ones included), soonest to expire first: what an operator sees of them. */
+  listSessions(agent: string): Promise<SessionRecord[]>;
 
   close(): Promise<void>;
 }

@@ -383,7 +383,31 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
 
     it('lists newest first, with every field as written and absent fields absent', async () => {
       const state = await logged();
-      expect(await state.listWriteLog({ limit: 100 })).toStrictEqual([...entries].reverse());
+      expect((await state.listWriteLog({ limit: 100 })).map(({ cursor: _, ...e }) => e)).toStrictEqual([...entries].reverse());
+    });
+
+    it('pages with the cursor of the last entry seen, filters kept, and sees entries appended meanwhile only on page 1', async () => {
+      const state = await logged();
+      const keys = (list: WriteLogEntry[]) => list.map((e) => `${e.bucket}/${e.key} ${e.operation}`);
+      const first = await state.listWriteLog({ limit: 2 });
+      expect(keys(first)).toEqual(['b1/x DeleteObject', 'b1/y CompleteMultipartUpload']);
+      // A write between two pages must neither repeat nor skip an entry on the next one.
+      await state.appendWriteLog({ at: new Date(t0 + 6), bucket: 'b1', key: 'new', operation: 'PutObject', newETag: 'n1' });
+      const second = await state.listWriteLog({ limit: 2, before: first[1]!.cursor! });
+      expect(keys(second)).toEqual(['b2/x CopyObject', 'b1/x PutObject']);
+      const third = await state.listWriteLog({ limit: 2, before: second[1]!.cursor! });
+      expect(keys(third)).toEqual(['b1/x PutObject']);
+      expect(await state.listWriteLog({ limit: 2, before: third[0]!.cursor! })).toEqual([]);
+      const alice = await state.listWriteLog({ agent: 'alice', limit: 1 });
+      expect(keys(await state.listWriteLog({ agent: 'alice', limit: 5, before: alice[0]!.cursor! }))).toEqual(['b1/y CompleteMultipartUpload', 'b1/x PutObject']);
+    });
+
+    it('filters by key prefix, a % or _ in it taken literally', async () => {
+      const state = await logged();
+      await state.appendWriteLog({ at: new Date(t0 + 6), bucket: 'b1', key: 'a%b/1', operation: 'PutObject', newETag: 'p1' });
+      await state.appendWriteLog({ at: new Date(t0 + 7), bucket: 'b1', key: 'axb/1', operation: 'PutObject', newETag: 'p2' });
+      expect((await state.listWriteLog({ prefix: 'a%', limit: 10 })).map((e) => e.key)).toEqual(['a%b/1']);
+      expect((await state.listWriteLog({ prefix: 'y', limit: 10 })).map((e) => e.key)).toEqual(['y']);
     });
 
     it('filters by bucket, key and agent, and together', async () => {
@@ -484,6 +508,16 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await store.getSession('ASIA1')).toEqual(s);
       expect(await (await replica()).getSession('ASIA1')).toEqual(s);
       expect(await store.getSession('ASIA2')).toBeUndefined();
+    });
+
+    it('lists one agent\'s sessions, soonest to expire first, on every replica', async () => {
+      const { store, replica } = await impl.open(LIMITS);
+      await store.putSession(session('ASIA5', Date.now() + 900_000));
+      await store.putSession(session('ASIA4', Date.now() + 600_000));
+      await store.putSession({ ...session('ASIA6', Date.now() + 300_000), agent: 'bob' });
+      expect((await store.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(['ASIA4', 'ASIA5']);
+      expect((await (await replica()).listSessions('bob')).map((s) => s.accessKeyId)).toEqual(['ASIA6']);
+      expect(await store.listSessions('nobody')).toEqual([]);
     });
 
     it('revocation marks it for every replica; an unknown key is not revoked', async () => {
