@@ -93,11 +93,11 @@ describe('ListObjectVersions', () => {
 });
 
 describe('deleting the null version', () => {
-  it('DeleteObject and DeleteObjects take VersionId=null; another version id is NoSuchVersion', async () => {
+  it('DeleteObject and DeleteObjects take VersionId=null; a version id of another form is refused', async () => {
     await putAll(bucket, ['del/one', 'del/two', 'del/three']);
     await t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'del/one', VersionId: 'null' }));
     expect(await failure(t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'del/one' })))).toMatchObject({ status: 404 });
-    expect(await failure(t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'del/two', VersionId: 'L4kqtJlcpXroDTDmpUMLUo' })))).toMatchObject({ name: 'NoSuchVersion', status: 404 });
+    expect(await failure(t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'del/two', VersionId: 'L4kqtJlcpXroDTDmpUMLUo' })))).toMatchObject({ name: 'InvalidArgument', status: 400 });
     const r = await t.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'del/two', VersionId: 'null' }, { Key: 'del/three', VersionId: 'L4kqtJlcpXroDTDmpUMLUo' }] } }));
     expect(r.Deleted).toEqual([{ Key: 'del/two', VersionId: 'null' }]);
     expect(r.Errors).toEqual([expect.objectContaining({ Key: 'del/three', VersionId: 'L4kqtJlcpXroDTDmpUMLUo', Code: 'NoSuchVersion' })]);

@@ -27,6 +27,8 @@ import type {
   BucketInfo,
   CompletedPart,
   CompleteOptions,
+  DeleteOptions,
+  DeleteResult,
   ForwardRequest,
   ForwardResponse,
   ListObjectsParams,
@@ -44,7 +46,6 @@ import type {
   PutObjectOptions,
   UploadChecksum,
   UploadPartOptions,
-  WriteOptions,
 } from '../types.js';
 import * as buckets from './buckets.js';
 import { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
@@ -172,7 +173,7 @@ export class S3Backend implements Backend {
     return this.objects.putObject(bucket, key, payload, options);
   }
 
-  deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null> {
+  deleteObject(bucket: string, key: string, options: DeleteOptions): Promise<DeleteResult> {
     return this.objects.deleteObject(bucket, key, options);
   }
 

@@ -1,7 +1,12 @@
 /**
- * ListObjectVersions (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html)
- * as S3 answers it for a bucket that never had versioning enabled — and
- * casket's buckets are unversioned: every object once, as a <Version> with
+ * ListObjectVersions (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html).
+ * The embedded store lists every version and delete marker it keeps
+ * (docs/design.md §10; backends/fs/version-listing.ts): <Version> and
+ * <DeleteMarker> entries in key order, newest first, IsLatest, paged by
+ * key-marker / version-id-marker.
+ *
+ * A backend without versions of its own lists as S3 does for a bucket that
+ * never had versioning enabled: every object once, as a <Version> with
  * VersionId `null` and IsLatest true, no delete markers. Cleanup tools
  * (`aws s3api list-object-versions`, boto3's bucket.object_versions,
  * `rclone purge`) list versions before deleting them with VersionId=null.
@@ -40,6 +45,40 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
   const versionIdMarker = ctx.query.get('version-id-marker') ?? '';
   if (versionIdMarker !== '' && keyMarker === '') {
     throw new S3Error('InvalidArgument', { message: 'A version-id marker cannot be specified without a key marker.', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
+  }
+  if (backend.listObjectVersions) {
+    const result = await backend.listObjectVersions(bucket, { prefix, ...(delimiter !== undefined && { delimiter }), keyMarker, versionIdMarker, maxKeys });
+    return xmlResponse('ListVersionsResult', {
+      Name: bucket,
+      Prefix: enc(prefix),
+      KeyMarker: enc(keyMarker),
+      VersionIdMarker: versionIdMarker,
+      NextKeyMarker: result.nextKeyMarker !== undefined ? enc(result.nextKeyMarker) : undefined,
+      NextVersionIdMarker: result.nextVersionIdMarker,
+      MaxKeys: maxKeys,
+      Delimiter: delimiter !== undefined ? enc(delimiter) : undefined,
+      IsTruncated: result.isTruncated,
+      EncodingType: ctx.query.get('encoding-type') ?? undefined,
+      // S3 lists versions and markers apart, each in listing order; clients merge them by key.
+      Version: result.entries.filter((e) => e.info).map((e) => ({
+        Key: enc(e.key),
+        VersionId: e.versionId,
+        IsLatest: e.isLatest,
+        LastModified: xmlDate(e.lastModified),
+        ETag: formatETag(e.info!.etag, ctx.etagSuffix),
+        Size: e.info!.size,
+        Owner: OWNER,
+        StorageClass: 'STANDARD',
+      })),
+      DeleteMarker: result.entries.filter((e) => !e.info).map((e) => ({
+        Key: enc(e.key),
+        VersionId: e.versionId,
+        IsLatest: e.isLatest,
+        LastModified: xmlDate(e.lastModified),
+        Owner: OWNER,
+      })),
+      CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
+    });
   }
   if (versionIdMarker !== '' && versionIdMarker !== NULL_VERSION) {
     throw new S3Error('InvalidArgument', { message: 'Invalid version id specified', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
