@@ -75,7 +75,16 @@ export function objectResponseHeaders(info: ObjectInfo, etagSuffix: boolean, que
   return h;
 }
 
-/** `x-amz-version-id` of a version, when its bucket is versioned (docs/design.md §10). */
+/** `x-amz-version-id` of a version a read returns, when its bucket is versioned (docs/design.md §10). */
 export function versionHeader(info: Pick<ObjectInfo, 'versionId'> | null | undefined): Record<string, string> {
   return info?.versionId !== undefined ? { 'x-amz-version-id': info.versionId } : {};
+}
+
+/**
+ * `x-amz-version-id` of a version a write made: none for the null version
+ * (a write in a Suspended bucket), as S3 answers — a client reads a version
+ * id in a PutObject answer as "this bucket keeps versions".
+ */
+export function madeVersionHeader(info: Pick<ObjectInfo, 'versionId'>): Record<string, string> {
+  return info.versionId !== undefined && info.versionId !== 'null' ? { 'x-amz-version-id': info.versionId } : {};
 }

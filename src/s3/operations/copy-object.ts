@@ -15,7 +15,7 @@ import type { Handler } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumElements } from '../checksum-headers.js';
 import { copyPayload, copySourceVersionHeader, openCopySource } from '../copy-source.js';
-import { metadataFrom, objectHeadersFrom, versionHeader } from '../object-headers.js';
+import { madeVersionHeader, metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
 
@@ -63,5 +63,5 @@ export const CopyObject: Handler = async (ctx, services) => {
     written: (info) => info,
     landed: (current) => current!,
   }).finally(() => source.reader.release?.());
-  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) }, 200, { ...versionHeader(info), ...copySourceVersionHeader(source) });
+  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) }, 200, { ...madeVersionHeader(info), ...copySourceVersionHeader(source) });
 };

@@ -13,7 +13,7 @@ import { formatETag, unquoteETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket, requireKey } from '../context.js';
 import { copyPayload, copySourceVersionHeader, openCopySource, parseCopySourceRange } from '../copy-source.js';
-import { versionHeader } from '../object-headers.js';
+import { madeVersionHeader } from '../object-headers.js';
 import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { emptyResponse, xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
@@ -116,7 +116,7 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
     Key: key,
     ETag: formatETag(info.etag, ctx.etagSuffix),
     ...checksumElements(info.checksum),
-  }, 200, versionHeader(info));
+  }, 200, madeVersionHeader(info));
 };
 
 export const AbortMultipartUpload: Handler = async (ctx, { backend }) => {
