@@ -417,8 +417,12 @@ export interface Backend {
    */
   getBucketVersioning?(bucket: string): Promise<VersioningStatus | undefined>;
   putBucketVersioning?(bucket: string, status: VersioningStatus): Promise<void>;
-  /** Every version and delete marker, keys in order, each key's newest first. */
-  listObjectVersions?(bucket: string, params: ListVersionsParams): Promise<ListVersionsResult>;
+  /**
+   * Every version and delete marker, keys in order, each key's newest first;
+   * undefined when the bucket never had versioning (then each object is
+   * listed once, as its null version, from listObjects).
+   */
+  listObjectVersions?(bucket: string, params: ListVersionsParams): Promise<ListVersionsResult | undefined>;
   /** The id of the delete marker that is the key's current version, if it is one (404 headers of GET/HEAD). */
   currentDeleteMarker?(bucket: string, key: string): Promise<string | undefined>;
 
