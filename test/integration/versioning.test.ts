@@ -5,6 +5,12 @@
  * 405 for a marker read by id), ListObjectVersions paging, the null version
  * of a Suspended bucket, and compare-and-swap that keeps acting on the
  * current version — with the write log naming each version made.
+ *
+ * Runs in front of moto and RGW too (CI's upstream suites): there the
+ * upstream keeps the versions and judges version ids and configurations,
+ * and what casket adds must hold — its SHA-256 ETag on every version, by id
+ * and in listings. Assertions on the embedded store's own rules (its id
+ * form, its refusals) are marked `embedded`.
  */
 import {
   CopyObjectCommand, CreateBucketCommand, DeleteObjectCommand, DeleteObjectsCommand, GetBucketVersioningCommand, GetObjectCommand,
@@ -16,9 +22,13 @@ import { introspect } from '../helpers/agents.js';
 import { bytes, failure } from '../helpers/clients.js';
 import { errorCode, raw } from '../helpers/raw.js';
 import { casketWithBucket, etagOf } from '../helpers/suite.js';
+import { upstreamKindFromEnv } from '../helpers/upstream.js';
 
 const t = casketWithBucket('versioned');
 const bucket = t.bucket;
+const embedded = upstreamKindFromEnv() === undefined;
+/** The embedded store's version ids: 32 URL-safe characters, as AWS's. */
+const VERSION_ID = embedded ? /^[A-Za-z0-9_-]{32}$/ : /./;
 
 async function enable(b: string, status: 'Enabled' | 'Suspended' = 'Enabled'): Promise<void> {
   await t.s3.send(new PutBucketVersioningCommand({ Bucket: b, VersioningConfiguration: { Status: status } }));
@@ -45,6 +55,7 @@ describe('bucket versioning configuration', () => {
     expect((await t.s3.send(new GetBucketVersioningCommand({ Bucket: b }))).Status).toBe('Enabled');
     await enable(b, 'Suspended');
     expect((await t.s3.send(new GetBucketVersioningCommand({ Bucket: b }))).Status).toBe('Suspended');
+    if (!embedded) return;
     const bogus = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${b}?versioning`, body: '<VersioningConfiguration><Status>On</Status></VersioningConfiguration>' });
     expect([bogus.status, errorCode(bogus.body)]).toEqual([400, 'IllegalVersioningConfigurationException']);
     const broken = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${b}?versioning`, body: '<VersioningConfiguration><Status>' });
@@ -58,7 +69,7 @@ describe('an Enabled bucket', () => {
     await enable(bucket);
     const v1 = await put('doc', 'one');
     const v2 = await put('doc', 'two');
-    expect(v1).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(v1).toMatch(VERSION_ID);
     expect(v2).not.toBe(v1);
     expect([await read('doc'), await read('doc', v1), await read('doc', v2)]).toEqual(['two', 'one', 'two']);
     const head = await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'doc', VersionId: v1 }));
@@ -69,8 +80,10 @@ describe('an Enabled bucket', () => {
     expect([copy.CopySourceVersionId, copy.CopyObjectResult?.ETag]).toEqual([v1, etagOf('one')]);
     expect(copy.VersionId).not.toBe(v1);
     expect(await read('doc')).toBe('one');
-    const missing = await failure(t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'doc', VersionId: 'A'.repeat(32) })));
-    expect(missing).toMatchObject({ name: 'NoSuchVersion', status: 404 });
+    if (embedded) {
+      const missing = await failure(t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'doc', VersionId: 'A'.repeat(32) })));
+      expect(missing).toMatchObject({ name: 'NoSuchVersion', status: 404 });
+    }
   });
 
   it('hides a deleted key behind a delete marker; deleting the marker by id brings the key back', async () => {
@@ -78,14 +91,16 @@ describe('an Enabled bucket', () => {
     const del = await t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'gone' }));
     expect(del.DeleteMarker).toBe(true);
     const marker = del.VersionId!;
-    expect(marker).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(marker).toMatch(VERSION_ID);
     const hidden = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}/gone` });
     expect([hidden.status, errorCode(hidden.body), hidden.headers['x-amz-delete-marker'], hidden.headers['x-amz-version-id']]).toEqual([404, 'NoSuchKey', 'true', marker]);
     const byId = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}/gone?versionId=${marker}` });
     expect([byId.status, errorCode(byId.body), byId.headers['x-amz-delete-marker']]).toEqual([405, 'MethodNotAllowed', 'true']);
     expect(await read('gone', v1)).toBe('kept');
     const undo = await t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'gone', VersionId: marker }));
-    expect([undo.DeleteMarker, undo.VersionId]).toEqual([true, marker]);
+    expect(undo.VersionId).toBe(marker);
+    // (AWS says the version removed was a marker; moto 5 leaves it out.)
+    if (upstreamKindFromEnv() !== 'moto') expect(undo.DeleteMarker).toBe(true);
     expect(await read('gone')).toBe('kept');
   });
 
@@ -97,10 +112,10 @@ describe('an Enabled bucket', () => {
     expect((await t.s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'stack' }))).VersionId).toBe(v1);
     expect(await failure(t.s3.send(new GetObjectCommand({ Bucket: bucket, Key: 'stack', VersionId: v2 })))).toMatchObject({ name: 'NoSuchVersion' });
     // DeleteObjects: a marker for one key, a version for another.
-    const r = await t.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'stack' }, { Key: 'doc', VersionId: 'B'.repeat(32) }] } }));
+    const r = await t.s3.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: [{ Key: 'stack' }, ...(embedded ? [{ Key: 'doc', VersionId: 'B'.repeat(32) }] : [])] } }));
     expect(r.Deleted).toEqual([
-      { Key: 'stack', DeleteMarker: true, DeleteMarkerVersionId: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) },
-      { Key: 'doc', VersionId: 'B'.repeat(32) },
+      { Key: 'stack', DeleteMarker: true, DeleteMarkerVersionId: expect.stringMatching(VERSION_ID) },
+      ...(embedded ? [{ Key: 'doc', VersionId: 'B'.repeat(32) }] : []),
     ]);
     expect(await read('stack', v1)).toBe('first');
   });
@@ -147,6 +162,10 @@ describe('a Suspended bucket', () => {
     expect(await put('k', 'suspended-1', b)).toBeUndefined();
     expect(await put('k', 'suspended-2', b)).toBeUndefined();
     const listed = await t.s3.send(new ListObjectVersionsCommand({ Bucket: b }));
+    expect(listed.Versions![0]).toMatchObject({ VersionId: 'null', ETag: etagOf('suspended-2'), IsLatest: true });
+    // moto 5 drops the versions made while Enabled when a Suspended bucket's null version is
+    // replaced, and answers 400 to ?versionId=null: what it keeps is shown, with casket's ETag.
+    if (upstreamKindFromEnv() === 'moto') return;
     expect(listed.Versions!.map((v) => [v.VersionId, v.ETag, v.IsLatest])).toEqual([
       ['null', etagOf('suspended-2'), true],
       [enabledVersion, etagOf('enabled'), false],
