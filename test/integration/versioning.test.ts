@@ -93,9 +93,13 @@ describe('an Enabled bucket', () => {
     const marker = del.VersionId!;
     expect(marker).toMatch(VERSION_ID);
     const hidden = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}/gone` });
-    expect([hidden.status, errorCode(hidden.body), hidden.headers['x-amz-delete-marker'], hidden.headers['x-amz-version-id']]).toEqual([404, 'NoSuchKey', 'true', marker]);
+    expect([hidden.status, errorCode(hidden.body)]).toEqual([404, 'NoSuchKey']);
+    // Ceph RGW 16 does not say that a marker hides the key (s3-tests' test_delete_marker_versioned fails straight at it).
+    if (upstreamKindFromEnv() !== 'rgw') expect([hidden.headers['x-amz-delete-marker'], hidden.headers['x-amz-version-id']]).toEqual(['true', marker]);
     const byId = await raw(t.casket.url, t.casket.admin, { method: 'GET', path: `/${bucket}/gone?versionId=${marker}` });
-    expect([byId.status, errorCode(byId.body), byId.headers['x-amz-delete-marker']]).toEqual([405, 'MethodNotAllowed', 'true']);
+    // (RGW 16 answers a HEAD of a marker's id with a bare 404: no version to show.)
+    if (upstreamKindFromEnv() !== 'rgw') expect([byId.status, errorCode(byId.body), byId.headers['x-amz-delete-marker']]).toEqual([405, 'MethodNotAllowed', 'true']);
+    else expect(byId.status).toBe(404);
     expect(await read('gone', v1)).toBe('kept');
     const undo = await t.s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'gone', VersionId: marker }));
     expect(undo.VersionId).toBe(marker);
@@ -146,7 +150,9 @@ describe('an Enabled bucket', () => {
     expect(seen.sort()).toEqual([...all.Versions!, ...all.DeleteMarkers!].map((e) => `${e.Key} ${e.VersionId}`).sort());
     expect(seen).toHaveLength(13);
     const rolled = await t.s3.send(new ListObjectVersionsCommand({ Bucket: b, Delimiter: '/', MaxKeys: 4 }));
-    expect([rolled.Versions!.map((v) => v.Key), rolled.CommonPrefixes!.map((p) => p.Prefix), rolled.NextKeyMarker, rolled.NextVersionIdMarker]).toEqual([['a', 'a', 'a'], ['b/'], 'b/', undefined]);
+    expect([rolled.Versions!.map((v) => v.Key), rolled.CommonPrefixes!.map((p) => p.Prefix), rolled.NextKeyMarker]).toEqual([['a', 'a', 'a'], ['b/'], 'b/']);
+    // A page ending on a common prefix has no version marker (RGW 16 says "null").
+    if (embedded) expect(rolled.NextVersionIdMarker).toBeUndefined();
     const after = await t.s3.send(new ListObjectVersionsCommand({ Bucket: b, Delimiter: '/', KeyMarker: 'b/' }));
     expect([after.Versions!.map((v) => v.Key), after.DeleteMarkers!.map((m) => m.Key), after.IsTruncated]).toEqual([['c', 'c', 'c'], ['c'], false]);
   });
@@ -177,11 +183,15 @@ describe('a Suspended bucket', () => {
 
 describe('compare-and-swap on the current version', () => {
   it('If-Match on the current ETag makes a new version; on an older version it is 412 and makes none', async () => {
+    await enable(bucket);
     const v1 = await put('cas', 'v1');
     const v2 = await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'cas', Body: 'v2', IfMatch: etagOf('v1') }));
     expect(v2.VersionId).not.toBe(v1);
     const stale = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/cas`, headers: { 'if-match': etagOf('v1') }, body: 'v3' });
     expect([stale.status, stale.headers.etag]).toEqual([412, etagOf('v2')]);
+    // Create-only on a key that exists: refused, even where the upstream would let it through (RGW 16 in a versioned bucket).
+    const create = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/cas`, headers: { 'if-none-match': '*' }, body: 'v4' });
+    expect([create.status, create.headers.etag]).toEqual([412, etagOf('v2')]);
     // Eight writers conditioned on the same current ETag: one new version.
     const racers = await Promise.all(Array.from({ length: 8 }, (_, i) => raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${bucket}/cas`, headers: { 'if-match': etagOf('v2') }, body: `racer ${i}` })));
     expect(racers.map((r) => r.status).sort()).toEqual([200, ...Array(7).fill(412)]);
