@@ -14,13 +14,18 @@
  * Versioning never goes back to unset (API_PutBucketVersioning), so "versioned"
  * is remembered for good; "never versioned" for a few seconds only, since it
  * may be turned on around casket. A bucket whose state cannot be read counts
- * as versioned (the safe side). A PutBucketVersioning casket forwards is
- * learnt at once.
+ * as versioned (the safe side). A PutBucketVersioning casket forwards, and a
+ * CreateBucket it makes, are learnt at once.
  */
 import { rootOf, type UpstreamClient } from './client.js';
 
-/** How long "never versioned" is believed. */
-const UNVERSIONED_TTL_MS = 5_000;
+/**
+ * How long "never versioned" is believed: the window in which versioning
+ * turned on around casket (not through it) still has its conditional writes
+ * trusted to the upstream. One GetBucketVersioning per bucket per window is
+ * what the rule costs conditional writes.
+ */
+const UNVERSIONED_TTL_MS = 30_000;
 /** Buckets remembered either way, at most. */
 const MAX_BUCKETS = 10_000;
 
@@ -48,6 +53,13 @@ export class BucketVersioning {
     if (this.unversionedUntil.size >= MAX_BUCKETS) this.unversionedUntil.clear();
     this.unversionedUntil.set(bucket, Date.now() + UNVERSIONED_TTL_MS);
     return false;
+  }
+
+  /** casket created the bucket: it has no versioning yet (CreateBucket makes none). */
+  created(bucket: string): void {
+    this.versioned.delete(bucket);
+    if (this.unversionedUntil.size >= MAX_BUCKETS) this.unversionedUntil.clear();
+    this.unversionedUntil.set(bucket, Date.now() + UNVERSIONED_TTL_MS);
   }
 
   /** A PutBucketVersioning went through casket. */

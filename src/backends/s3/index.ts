@@ -161,8 +161,10 @@ export class S3Backend implements Backend {
     return buckets.listBuckets(this.client);
   }
 
-  createBucket(bucket: string): Promise<'created' | 'exists'> {
-    return buckets.createBucket(this.client, this.options.region, bucket);
+  async createBucket(bucket: string): Promise<'created' | 'exists'> {
+    const outcome = await buckets.createBucket(this.client, this.options.region, bucket);
+    if (outcome === 'created') this.bucketVersioning.created(bucket);
+    return outcome;
   }
 
   headBucket(bucket: string): Promise<BucketInfo> {
