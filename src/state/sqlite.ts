@@ -19,7 +19,7 @@ CREATE INDEX IF NOT EXISTS stamps_at ON stamps(at);
 CREATE INDEX IF NOT EXISTS stamps_seq ON stamps(seq);
 CREATE TABLE IF NOT EXISTS write_log (
   id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
-  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT, invocation_id TEXT
+  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT, invocation_id TEXT, version_id TEXT
 );
 CREATE INDEX IF NOT EXISTS write_log_key ON write_log(bucket, key);
 CREATE INDEX IF NOT EXISTS write_log_at ON write_log(at);
@@ -62,6 +62,7 @@ interface LogRow {
   previous_etag: string | null;
   new_etag: string | null;
   invocation_id: string | null;
+  version_id: string | null;
 }
 
 function toStamp(row: StampRow): ReadStamp {
@@ -94,6 +95,8 @@ export class SqliteStateStore implements StateStore {
     // State databases made before exact retries (docs/design.md §3) lack the column.
     const columns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('write_log')").all();
     if (!columns.some((c) => c.name === 'invocation_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN invocation_id TEXT');
+    // ... and before S3 versioning (docs/design.md §10).
+    if (!columns.some((c) => c.name === 'version_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN version_id TEXT');
     // ... and before flexible checksums.
     const partColumns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('part_digests')").all();
     if (!partColumns.some((c) => c.name === 'checksum')) this.db.exec('ALTER TABLE part_digests ADD COLUMN checksum TEXT');
@@ -111,7 +114,7 @@ export class SqliteStateStore implements StateStore {
       putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       listStamps: this.db.prepare<[string, number], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND at >= ? ORDER BY bucket, key'),
       forget: this.db.prepare('DELETE FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
-      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
       putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
       putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests_by_md5 (upload_id, part_number, md5, sha256, size, checksum, at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
@@ -203,7 +206,7 @@ export class SqliteStateStore implements StateStore {
     this.pendingIndex = new Map();
     this.db.transaction(() => {
       for (const e of batch) {
-        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null);
+        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null, e.versionId ?? null);
         this.counted();
       }
       for (const i of index.values()) this.q.putIndex.run(i.bucket, i.key, i.upstreamETag, i.etag, i.at);
@@ -239,7 +242,7 @@ export class SqliteStateStore implements StateStore {
     // substr, not LIKE: a key may hold % and _; SQLite counts characters, as the spread does.
     if (q.prefix !== undefined) (where.push('substr(key, 1, ?) = ?'), args.push([...q.prefix].length, q.prefix));
     if (q.before !== undefined) (where.push('id < ?'), args.push(Number(q.before)));
-    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT id, at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
+    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT id, at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
     return rows.map((r) => ({
       at: new Date(r.at),
       bucket: r.bucket,
@@ -250,6 +253,7 @@ export class SqliteStateStore implements StateStore {
       ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
       ...(r.new_etag !== null && { newETag: r.new_etag }),
       ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
+      ...(r.version_id !== null && { versionId: r.version_id }),
       cursor: String(r.id),
     }));
   }

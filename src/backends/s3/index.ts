@@ -14,6 +14,8 @@
  *   multipart.ts     the multipart upload operations
  *   commit.ts        every write's atomic commit under its CommitCondition
  *   versions.ts      the current version of a key (HEAD), and the last one seen
+ *   version-reads.ts S3 versioning passed through: ?versionId reads, ListObjectVersions
+ *   bucket-versioning.ts which buckets are versioned (their conditions are casket's to check)
  *   etags.ts         casket's SHA-256 ETag for an upstream version (metadata, index, computed)
  *   capabilities.ts  which conditions the upstream enforces (probed at start)
  *   spool.ts         bodies received whole before they go upstream
@@ -27,6 +29,8 @@ import type {
   BucketInfo,
   CompletedPart,
   CompleteOptions,
+  DeleteOptions,
+  DeleteResult,
   ForwardRequest,
   ForwardResponse,
   ListObjectsParams,
@@ -35,6 +39,8 @@ import type {
   ListPartsResult,
   ListUploadsParams,
   ListUploadsResult,
+  ListVersionsParams,
+  ListVersionsResult,
   MultipartUploadInfo,
   ObjectHeaders,
   ObjectInfo,
@@ -44,7 +50,6 @@ import type {
   PutObjectOptions,
   UploadChecksum,
   UploadPartOptions,
-  WriteOptions,
 } from '../types.js';
 import * as buckets from './buckets.js';
 import { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
@@ -57,6 +62,9 @@ import { Multipart } from './multipart.js';
 import { Objects } from './objects.js';
 import { Spool } from './spool.js';
 import { Versions } from './versions.js';
+import { VersionReads } from './version-reads.js';
+import { BucketVersioning } from './bucket-versioning.js';
+import { NOTHING_ENFORCED } from './capabilities.js';
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
 export { forwardUpstream };
@@ -99,6 +107,8 @@ export class S3Backend implements Backend {
   private readonly multipart: Multipart;
   private readonly etags: ETagResolver;
   private readonly versions: Versions;
+  private readonly versionReads: VersionReads;
+  private readonly bucketVersioning: BucketVersioning;
   private probe: Promise<Capabilities> | undefined;
 
   constructor(private readonly options: S3BackendOptions) {
@@ -116,7 +126,10 @@ export class S3Backend implements Backend {
     const capabilities = () => this.capabilities();
     this.etags = new ETagResolver(this.client, options.state, async () => (await capabilities()).ifMatchPut);
     this.versions = new Versions(this.client, this.etags);
-    const committer = new Committer(this.versions, capabilities, options.replicas ?? false);
+    this.versionReads = new VersionReads(this.client, this.etags);
+    this.bucketVersioning = new BucketVersioning(this.client);
+    // A versioned bucket is trusted with no condition (bucket-versioning.ts).
+    const committer = new Committer(this.versions, async (bucket) => ((await this.bucketVersioning.isVersioned(bucket)) ? NOTHING_ENFORCED : capabilities()), options.replicas ?? false);
     this.objects = new Objects(this.client, this.spool, this.etags, this.versions, committer, capabilities);
     this.multipart = new Multipart(this.client, options.state, this.spool, this.etags, this.versions, committer);
     if (options.capabilities) this.probe = Promise.resolve(options.capabilities);
@@ -148,8 +161,10 @@ export class S3Backend implements Backend {
     return buckets.listBuckets(this.client);
   }
 
-  createBucket(bucket: string): Promise<'created' | 'exists'> {
-    return buckets.createBucket(this.client, this.options.region, bucket);
+  async createBucket(bucket: string): Promise<'created' | 'exists'> {
+    const outcome = await buckets.createBucket(this.client, this.options.region, bucket);
+    if (outcome === 'created') this.bucketVersioning.created(bucket);
+    return outcome;
   }
 
   headBucket(bucket: string): Promise<BucketInfo> {
@@ -157,22 +172,33 @@ export class S3Backend implements Backend {
   }
 
   deleteBucket(bucket: string): Promise<void> {
+    this.bucketVersioning.forget(bucket);
     return buckets.deleteBucket(this.client, bucket, (uploadId) => this.options.state.deletePartDigests(uploadId).catch(() => {}));
   }
 
-  headObject(bucket: string, key: string): Promise<ObjectInfo | null> {
+  async headObject(bucket: string, key: string, versionId?: string): Promise<ObjectInfo | null> {
+    if (versionId !== undefined) return (await this.versionReads.head(bucket, key, versionId)).info;
     return this.objects.headObject(bucket, key);
   }
 
-  getObject(bucket: string, key: string): Promise<ObjectReader | null> {
+  getObject(bucket: string, key: string, versionId?: string): Promise<ObjectReader | null> {
+    if (versionId !== undefined) return this.versionReads.get(bucket, key, versionId);
     return this.objects.getObject(bucket, key);
+  }
+
+  listObjectVersions(bucket: string, params: ListVersionsParams): Promise<ListVersionsResult | undefined> {
+    return this.versionReads.list(bucket, params);
+  }
+
+  currentDeleteMarker(bucket: string, key: string): Promise<string | undefined> {
+    return this.versionReads.currentDeleteMarker(bucket, key);
   }
 
   putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo> {
     return this.objects.putObject(bucket, key, payload, options);
   }
 
-  deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null> {
+  deleteObject(bucket: string, key: string, options: DeleteOptions): Promise<DeleteResult> {
     return this.objects.deleteObject(bucket, key, options);
   }
 
@@ -205,7 +231,9 @@ export class S3Backend implements Backend {
   }
 
   /** Operations casket does not model go upstream as they are, re-signed (s3/operations/unmodeled.ts). */
-  forward(request: ForwardRequest): Promise<ForwardResponse> {
+  async forward(request: ForwardRequest): Promise<ForwardResponse> {
+    // Learnt before it is sent: a write racing the change is then checked by casket, the safe side.
+    if (request.method === 'PUT' && request.key === undefined && 'versioning' in request.query) this.bucketVersioning.learned(request.bucket);
     return forwardUpstream(this.client, request);
   }
 
