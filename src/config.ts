@@ -62,6 +62,15 @@ export interface Config {
   /** MCP endpoint (docs/design.md §8): browser origins allowed beyond loopback ones; largest file a text tool handles. */
   mcpAllowedOrigins: string[];
   mcpMaxFileBytes: number;
+  /**
+   * Rollback on unversioned buckets (docs/design.md §10): keep the version an
+   * agent's overwrite or delete replaces, before the commit — objects up to
+   * preImageMaxSize bytes, preImageBytes in all, for preImageTtlSeconds. Off by default.
+   */
+  keepPreImages: boolean;
+  preImageMaxSize: number;
+  preImageBytes: number;
+  preImageTtlSeconds: number;
 }
 
 interface Option {
@@ -79,6 +88,7 @@ type RawConfig = Record<
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
+  | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout',
   string | undefined
 >;
@@ -122,6 +132,10 @@ export const OPTIONS: Option[] = [
   { flag: '--diff-max-bytes', env: 'CASKET_DIFF_MAX_BYTES', key: 'diffMaxBytes', help: 'largest diff /_casket/diff serves before cutting it (default 65536)' },
   { flag: '--mcp-allowed-origins', env: 'CASKET_MCP_ALLOWED_ORIGINS', key: 'mcpAllowedOrigins', help: 'comma-separated browser origins (https://host[:port]) that may call /_casket/mcp besides loopback ones (default: none)' },
   { flag: '--mcp-max-file-bytes', env: 'CASKET_MCP_MAX_FILE_BYTES', key: 'mcpMaxFileBytes', help: 'largest file the MCP text tools read or write, bytes (default 4194304)' },
+  { flag: '--keep-pre-images', env: 'CASKET_KEEP_PRE_IMAGES', key: 'keepPreImages', help: 'true | false (default): keep the version each agent overwrite or delete replaces, so `casket rollback` can restore it without bucket versioning' },
+  { flag: '--pre-image-max-size', env: 'CASKET_PRE_IMAGE_MAX_SIZE', key: 'preImageMaxSize', help: 'largest object whose pre-image is kept, bytes (default 1048576)' },
+  { flag: '--pre-image-bytes', env: 'CASKET_PRE_IMAGE_BYTES', key: 'preImageBytes', help: 'bytes of pre-images kept in all, oldest evicted first (default 1073741824)' },
+  { flag: '--pre-image-ttl', env: 'CASKET_PRE_IMAGE_TTL', key: 'preImageTtl', help: 'seconds a pre-image is kept (default 604800)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -296,6 +310,10 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     diffMaxBytes: integer('--diff-max-bytes', raw.diffMaxBytes, 64 * 1024, 1),
     mcpAllowedOrigins: (raw.mcpAllowedOrigins ?? '').split(',').map((o) => o.trim().replace(/\/$/, '')).filter((o) => o !== ''),
     mcpMaxFileBytes: integer('--mcp-max-file-bytes', raw.mcpMaxFileBytes, 4 * 1024 * 1024, 1),
+    keepPreImages: oneOf('--keep-pre-images', raw.keepPreImages, ['true', 'false'] as const, 'false') === 'true',
+    preImageMaxSize: integer('--pre-image-max-size', raw.preImageMaxSize, 1024 * 1024, 1),
+    preImageBytes: integer('--pre-image-bytes', raw.preImageBytes, 1024 * 1024 * 1024, 1),
+    preImageTtlSeconds: integer('--pre-image-ttl', raw.preImageTtl, 7 * 24 * 3600, 1),
   };
 }
 

@@ -235,6 +235,8 @@ export class SqliteStateStore implements StateStore {
     if (q.bucket !== undefined) (where.push('bucket = ?'), args.push(q.bucket));
     if (q.key !== undefined) (where.push('key = ?'), args.push(q.key));
     if (q.agent !== undefined) (where.push('agent = ?'), args.push(q.agent));
+    if (q.since !== undefined) (where.push('at >= ?'), args.push(q.since.getTime()));
+    if (q.until !== undefined) (where.push('at <= ?'), args.push(q.until.getTime()));
     const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
     return rows.map((r) => ({
       at: new Date(r.at),
