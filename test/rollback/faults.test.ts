@@ -15,7 +15,11 @@ import { bytes, sdk } from '../helpers/clients.js';
 import { checkChain, type AckedWrite } from '../helpers/history.js';
 import { raw } from '../helpers/raw.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
+import { upstreamKindFromEnv } from '../helpers/upstream.js';
 import { agentPut, cliRollback, content, keysOf } from './helpers.js';
+
+/** Fewer keys in front of an upstream (each request a round trip there): the suite stays at seconds. */
+const upstream = upstreamKindFromEnv() !== undefined;
 
 const cleanup: Array<() => Promise<void>> = [];
 afterAll(async () => {
@@ -47,7 +51,7 @@ describe('rollback under faults', () => {
   it('writers running during the rollback lose nothing: each counter\'s acknowledged writes form one chain', async () => {
     const { casket, admin, alice, person, bucket } = await casketFor(['--keep-pre-images', 'true']);
     const counters = ['a-counter-0', 'a-counter-1', 'a-counter-2'];
-    const fillers = Array.from({ length: 30 }, (_, i) => `z-filler-${String(i).padStart(2, '0')}`);
+    const fillers = Array.from({ length: upstream ? 10 : 20 }, (_, i) => `z-filler-${String(i).padStart(2, '0')}`);
     for (const k of [...counters, ...fillers]) await person.send(new PutObjectCommand({ Bucket: bucket, Key: k, Body: counters.includes(k) ? '5' : `a person's ${k}` }));
     const since = new Date().toISOString();
     // alice's bad write: each counter from 5 back to 4; the rollback puts 5 back — the very bytes a writer's next increment writes.
@@ -77,6 +81,8 @@ describe('rollback under faults', () => {
     rollbackDone = true;
     await Promise.all(writers);
 
+    const won = counters.filter((k) => answer.restored.some((r) => r.key === k)).length;
+    console.log(`rollback among writers: ${won} of ${counters.length} counters restored by the rollback, the others left to the writers; ${[...acks.values()].flat().length} increments acknowledged`);
     expect(keysOf(answer.restored).filter((k) => k.startsWith('z-'))).toEqual(fillers);
     for (const k of fillers) expect((await content(admin, bucket, k))?.body.toString()).toBe(`a person's ${k}`);
     for (const k of counters) {
@@ -94,7 +100,7 @@ describe('rollback under faults', () => {
 
   it('kill -9 in the middle of a rollback leaves every key restored or untouched, and a rerun finishes it', async () => {
     const { casket, alice, person, bucket } = await casketFor(['--keep-pre-images', 'true']);
-    const keys = Array.from({ length: 120 }, (_, i) => `k${String(i).padStart(3, '0')}`);
+    const keys = Array.from({ length: upstream ? 40 : 120 }, (_, i) => `k${String(i).padStart(3, '0')}`);
     for (const k of keys) await person.send(new PutObjectCommand({ Bucket: bucket, Key: k, Body: `before ${k}` }));
     const since = new Date().toISOString();
     for (const k of keys) await agentPut(alice, bucket, k, `alice ${k}`);
