@@ -16,8 +16,7 @@
 import { createHash } from 'node:crypto';
 import type { Writable } from 'node:stream';
 import { UpstreamSigner } from '../backends/s3/signer.js';
-import type { Conflict, RollbackAnswer } from './plan.js';
-import { ROLLBACK_PATH } from './endpoint.js';
+import { ROLLBACK_PATH, type Conflict, type RollbackAnswer } from './plan.js';
 
 export const ROLLBACK_USAGE = `usage:
   casket rollback --endpoint URL --access-key K --secret-key S --agent NAME --since TIME

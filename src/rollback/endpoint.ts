@@ -12,9 +12,9 @@ import type { Services } from '../s3/context.js';
 import type { HandleOptions } from '../s3/handle.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import { runRollback } from './apply.js';
-import { parseRollbackRequest } from './plan.js';
+import { parseRollbackRequest, ROLLBACK_PATH } from './plan.js';
 
-export const ROLLBACK_PATH = '/_casket/rollback';
+export { ROLLBACK_PATH };
 
 /** Largest request body: a few fields of JSON. */
 const MAX_BODY = 64 * 1024;

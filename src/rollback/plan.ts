@@ -11,6 +11,9 @@
 import type { WriteLogEntry } from '../state/types.js';
 import { S3Error } from '../vocabulary/errors.js';
 
+/** Where casket serves it (src/rollback/endpoint.ts); the command posts to it (command.ts). */
+export const ROLLBACK_PATH = '/_casket/rollback';
+
 export interface RollbackRequest {
   agent: string;
   since: Date;
