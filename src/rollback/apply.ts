@@ -28,11 +28,15 @@ import { goalContent } from './sources.js';
 /** The most write-log entries one rollback reads (the log keeps at most --state-max-entries). */
 const MAX_ENTRIES = 1_000_000;
 
+/** The least of the current version held for a conflict's diff, when retention keeps less. */
+const CURRENT_KEEP_BYTES = 1024 * 1024;
+
 const quoted = (etag: string | null) => (etag === null ? null : formatETag(etag, false));
 
 interface Current {
   etag: string | null;
-  content: Buffer | null;
+  /** null: deleted; undefined: larger than a diff is made of (not held in memory). */
+  content: Buffer | null | undefined;
 }
 
 /** The same write-log entry (a store hands back copies). */
@@ -66,16 +70,18 @@ export async function runRollback(services: Services, options: HandleOptions, ad
 }
 
 /** The current version through casket; `stamp`: the read counts as the rollback agent's (it is about to write). */
-async function readCurrent(door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
-  const reply = await door({ method: 'GET', bucket, key }, { stamp });
+async function readCurrent(services: Services, door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
+  // Held in memory only as much as a conflict's diff may use (the same bound as /_casket/diff's versions).
+  const keep = Math.max(services.retainer?.maxObjectSize ?? 0, services.preImages?.maxObjectSize ?? 0, CURRENT_KEEP_BYTES);
+  const reply = await door({ method: 'GET', bucket, key }, { stamp, keep });
   if (reply.status === 404 && reply.code === 'NoSuchKey') return { etag: null, content: null };
   if (reply.status !== 200 || reply.headers.etag === undefined) return { failed: reply.code ?? `HTTP ${reply.status}` };
-  return { etag: unquoteETag(reply.headers.etag), content: reply.body ?? Buffer.alloc(0) };
+  return { etag: unquoteETag(reply.headers.etag), content: reply.body };
 }
 
 async function rollbackKey(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, answer: RollbackAnswer): Promise<void> {
   const { bucket, key } = h;
-  const current = await readCurrent(door, bucket, key, !request.dryRun);
+  const current = await readCurrent(services, door, bucket, key, !request.dryRun);
   if ('failed' in current) {
     answer.unrecoverable.push({ bucket, key, goalETag: quoted(h.goal), reason: `the current version could not be read (${current.failed}); nothing written` });
     return;
@@ -121,7 +127,7 @@ async function rollbackKey(services: Services, door: RollbackDoor, request: Roll
 async function settled(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, reply: { status: number; code?: string }, answer: RollbackAnswer): Promise<boolean> {
   if (reply.status >= 200 && reply.status < 300) return true;
   if (reply.status === 412 || reply.status === 409 || reply.code === 'NoSuchKey') {
-    const now = await readCurrent(door, h.bucket, h.key, false);
+    const now = await readCurrent(services, door, h.bucket, h.key, false);
     const current = 'failed' in now ? { etag: null, content: null } : now;
     const newest = await services.state.lastWrite(h.bucket, h.key).catch(() => undefined);
     answer.conflicts.push(await conflict(services, request.agent, h, current, newest));
@@ -148,7 +154,7 @@ async function conflict(services: Services, agent: string, h: KeyHistory, curren
   // The agent's version: its bytes from retention or pre-images (an agent's writes are retained when small).
   let mine: Buffer | null | undefined = null;
   if (h.agentLast !== null) mine = (await services.retainer?.get(h.agentLast)) ?? (await services.preImages?.get(h.agentLast));
-  if (mine === undefined) return out;
+  if (mine === undefined || current.content === undefined) return out;
   const from: Version = { etag: h.agentLast ?? 'deleted', writer: agent, content: mine };
   const to: Version = { etag: current.etag ?? 'deleted', content: current.content, ...(writer.agent !== undefined && { writer: writer.agent }), ...(writer.accessKey !== undefined && { writerAccessKey: writer.accessKey }) };
   const diff = diffVersions(h.key, from, to, services.diffMaxBytes ?? 65536);

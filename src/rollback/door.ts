@@ -28,24 +28,36 @@ export interface S3Call {
 export interface S3Reply {
   status: number;
   headers: Record<string, string>;
+  /** Absent on a failure, and past the `keep` bytes the caller asked for. */
   body?: Buffer;
   /** The S3 error code of a failure. */
   code?: string;
 }
 
-export type RollbackDoor = (call: S3Call, read?: { stamp: boolean }) => Promise<S3Reply>;
+/**
+ * `stamp`: the read counts as the rollback agent's full read (default true).
+ * `keep`: the most body bytes held in memory (default all); a longer body is
+ * still read to its end.
+ */
+export type RollbackDoor = (call: S3Call, read?: { stamp?: boolean; keep?: number }) => Promise<S3Reply>;
 
 function encodeKey(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
-async function readAll(body: unknown): Promise<Buffer> {
+/** The whole body, or undefined past `maxBytes` — read to its end all the same, so the read is a full one. */
+async function readAll(body: unknown, maxBytes: number): Promise<Buffer | undefined> {
   if (body === undefined) return Buffer.alloc(0);
   if (typeof body === 'string') return Buffer.from(body);
-  if (Buffer.isBuffer(body)) return body;
+  if (Buffer.isBuffer(body)) return body.length <= maxBytes ? body : undefined;
   const chunks: Buffer[] = [];
-  for await (const chunk of body as Readable) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
+  let size = 0;
+  for await (const chunk of body as Readable) {
+    size += (chunk as Buffer).length;
+    if (size <= maxBytes) chunks.push(chunk as Buffer);
+    else chunks.length = 0;
+  }
+  return size <= maxBytes ? Buffer.concat(chunks) : undefined;
 }
 
 /** A door for `admin` acting as agent `actingAs`. */
@@ -71,9 +83,9 @@ export function openRollbackDoor(services: Services, options: HandleOptions, adm
       if (outcome.internal) services.log.error({ err: outcome.internal, requestId: outcome.requestId, bucket: call.bucket, key: call.key }, 'rollback: request failed');
       return { status: res.status, headers: res.headers, code: outcome.error.code };
     }
-    const content = await readAll(res.body);
+    const content = await readAll(res.body, read?.keep ?? Number.POSITIVE_INFINITY);
     // The read stamp: a read the restore stands on counts as the rollback agent's full read (docs/design.md §4).
     if (read?.stamp !== false) await res.onFinish?.(true);
-    return { status: res.status, headers: res.headers, body: content };
+    return { status: res.status, headers: res.headers, ...(content && { body: content }) };
   };
 }

@@ -61,8 +61,10 @@ describe('rollback under faults', () => {
 
     const acks = new Map<string, AckedWrite[]>(counters.map((k) => [k, []]));
     let rollbackDone = false;
-    const writer = async (k: string, name: string) => {
+    const writer = async (k: string, name: string, delay: number) => {
       const client = sdk(casket.url, casket.keys.person!);
+      // Staggered starts, so that the rollback wins some counters and loses others.
+      await new Promise((r) => setTimeout(r, delay));
       // Until the rollback has finished, and a few increments after.
       for (let after = 0; !rollbackDone || after < 3; after += rollbackDone ? 1 : 0) {
         const got = await client.send(new GetObjectCommand({ Bucket: bucket, Key: k }));
@@ -76,13 +78,15 @@ describe('rollback under faults', () => {
       }
       client.destroy();
     };
-    const writers = counters.flatMap((k) => [0, 1, 2].map((w) => writer(k, `${k}/w${w}`)));
+    const writers = counters.flatMap((k, i) => [0, 1, 2].map((w) => writer(k, `${k}/w${w}`, [0, 30, 80][i]!)));
+    const began = Date.now();
     const answer = await rollback(casket, { agent: 'alice', since, bucket });
+    const took = Date.now() - began;
     rollbackDone = true;
     await Promise.all(writers);
 
     const won = counters.filter((k) => answer.restored.some((r) => r.key === k)).length;
-    console.log(`rollback among writers: ${won} of ${counters.length} counters restored by the rollback, the others left to the writers; ${[...acks.values()].flat().length} increments acknowledged`);
+    console.log(`rollback among writers (${took} ms): ${won} of ${counters.length} counters restored by the rollback, the others left to the writers; ${[...acks.values()].flat().length} increments acknowledged`);
     expect(keysOf(answer.restored).filter((k) => k.startsWith('z-'))).toEqual(fillers);
     for (const k of fillers) expect((await content(admin, bucket, k))?.body.toString()).toBe(`a person's ${k}`);
     for (const k of counters) {

@@ -125,6 +125,19 @@ describe('rollback of one agent', () => {
     for (let i = 0; i < 20; i++) expect((await content(admin, bucket, key(i)))?.etag ?? null, `${key(i)} untouched by a dry run`).toBe(before.get(key(i)));
   });
 
+  it('without --json prints a readable summary: counts, each key, each conflict\'s diff', async () => {
+    const run = await cliRollback(casket, ['--agent', 'alice', '--since', since, '--bucket', bucket, '--dry-run']);
+    expect(run.code).toBe(3);
+    const text = run.stdout;
+    expect(text).toContain('dry run: nothing written');
+    expect(text).toContain('would restore 15:');
+    expect(text).toContain('conflicts 5 ');
+    expect(text).toMatch(new RegExp(`delete s3://${bucket}/notes/k19\\.txt`));
+    expect(text).toMatch(new RegExp(`put +s3://${bucket}/notes/k02\\.txt`));
+    expect(text).toContain('+the person rewrote k00');
+    expect(text).toContain('unrecoverable 0:');
+  });
+
   it('restores the other 15 byte for byte, reports the 5 with diffs, and leaves the person\'s writes intact', async () => {
     const run = await cliRollback(casket, ['--agent', 'alice', '--since', since, '--bucket', bucket, '--json']);
     expect(run.stderr).toBe('');
