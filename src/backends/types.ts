@@ -55,6 +55,54 @@ export interface ObjectInfo {
   checksum?: ObjectChecksum;
   /** Base64 checksums of the parts of a multipart object with a checksum, in order (GetObjectAttributes). */
   partChecksums?: string[];
+  /**
+   * The version's id (x-amz-version-id; `null` for the null version), when
+   * the bucket has versioning Enabled or Suspended; absent in a bucket that
+   * never had it, where S3 answers no version id (docs/design.md §10).
+   */
+  versionId?: string;
+  /** Set on a version read by its id that is not the key's current one (a read stamp is only for the current version). */
+  noncurrent?: boolean;
+}
+
+/** A bucket's versioning state (API_PutBucketVersioning); undefined: never set. */
+export type VersioningStatus = 'Enabled' | 'Suspended';
+
+/** What DeleteObject did (API_DeleteObject response headers). */
+export interface DeleteResult {
+  /** The version that stopped being current (null: the key had none). */
+  replaced: ObjectInfo | null;
+  /** The delete marker made, or the version removed by id (x-amz-version-id). */
+  versionId?: string;
+  /** A delete marker was made, or the version removed by id was one (x-amz-delete-marker). */
+  deleteMarker?: boolean;
+}
+
+export interface ListVersionsParams {
+  prefix: string;
+  delimiter?: string;
+  keyMarker?: string;
+  versionIdMarker?: string;
+  maxKeys: number;
+}
+
+/** One entry of ListObjectVersions: a version (info set) or a delete marker. */
+export interface VersionEntry {
+  key: string;
+  versionId: string;
+  isLatest: boolean;
+  lastModified: Date;
+  /** Absent for a delete marker. */
+  info?: ObjectInfo;
+  writer?: string;
+}
+
+export interface ListVersionsResult {
+  entries: VersionEntry[];
+  commonPrefixes: string[];
+  isTruncated: boolean;
+  nextKeyMarker?: string;
+  nextVersionIdMarker?: string;
 }
 
 /**
@@ -119,6 +167,11 @@ export interface WriteOptions {
   condition: CommitCondition;
   /** Agent to record as the writer of the new version. */
   writer?: string;
+}
+
+export interface DeleteOptions extends WriteOptions {
+  /** DeleteObject ?versionId=: remove that version for good rather than hide the key behind a delete marker. */
+  versionId?: string;
 }
 
 /** A request body on its way in. See auth/payload.ts. */
@@ -322,13 +375,17 @@ export interface Backend {
   /** Throws NoSuchBucket, BucketNotEmpty (objects remain); aborts in-progress multipart uploads, as S3 does. */
   deleteBucket(bucket: string): Promise<void>;
 
-  /** null when the key does not exist; throws NoSuchBucket. */
-  headObject(bucket: string, key: string): Promise<ObjectInfo | null>;
-  /** null when the key does not exist; throws NoSuchBucket. */
-  getObject(bucket: string, key: string): Promise<ObjectReader | null>;
+  /**
+   * The current version; null when the key does not exist (or its current
+   * version is a delete marker); throws NoSuchBucket. With `versionId`: that
+   * version, or throws NoSuchVersion, or MethodNotAllowed for a delete marker.
+   */
+  headObject(bucket: string, key: string, versionId?: string): Promise<ObjectInfo | null>;
+  /** As headObject, with the bytes. */
+  getObject(bucket: string, key: string, versionId?: string): Promise<ObjectReader | null>;
   putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo>;
-  /** Resolves the version deleted (null: there was none). Deleting a missing key succeeds. */
-  deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null>;
+  /** Deleting a missing key succeeds (in a versioned bucket it still makes a delete marker). */
+  deleteObject(bucket: string, key: string, options: DeleteOptions): Promise<DeleteResult>;
   listObjects(bucket: string, params: ListObjectsParams): Promise<ListObjectsResult>;
 
   /** `writer`: the agent starting the upload (an upstream must store it now; the embedded store takes it at completion). */
@@ -353,6 +410,21 @@ export interface Backend {
   getBucketCors?(bucket: string): Promise<CorsRule[] | null>;
   /** Replaces the bucket's CORS rules; null deletes them. */
   putBucketCors?(bucket: string, rules: CorsRule[] | null): Promise<void>;
+
+  /**
+   * S3 versioning kept by the embedded store (docs/design.md §10). Absent in
+   * front of an upstream, which keeps its own: Get/PutBucketVersioning go there.
+   */
+  getBucketVersioning?(bucket: string): Promise<VersioningStatus | undefined>;
+  putBucketVersioning?(bucket: string, status: VersioningStatus): Promise<void>;
+  /**
+   * Every version and delete marker, keys in order, each key's newest first;
+   * undefined when the bucket never had versioning (then each object is
+   * listed once, as its null version, from listObjects).
+   */
+  listObjectVersions?(bucket: string, params: ListVersionsParams): Promise<ListVersionsResult | undefined>;
+  /** The id of the delete marker that is the key's current version, if it is one (404 headers of GET/HEAD). */
+  currentDeleteMarker?(bucket: string, key: string): Promise<string | undefined>;
 
   close(): Promise<void>;
 }

@@ -103,6 +103,7 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   GetBucketAcl: onBucket('s3:GetBucketAcl'),
   PutBucketAcl: onBucket('s3:PutBucketAcl'),
   GetBucketVersioning: onBucket('s3:GetBucketVersioning'),
+  PutBucketVersioning: onBucket('s3:PutBucketVersioning'),
   GetBucketPolicy: onBucket('s3:GetBucketPolicy'),
   GetBucketCors: onBucket('s3:GetBucketCORS'),
   // IAM has no DeleteBucketCORS action: deleting the rules is s3:PutBucketCORS.

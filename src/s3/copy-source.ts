@@ -14,11 +14,13 @@ import { checkCopySourceConditions } from './read-conditions.js';
 export interface CopySource {
   bucket: string;
   key: string;
+  /** The version `?versionId=` named, if any. */
+  versionId?: string;
   reader: ObjectReader;
 }
 
 /** The bucket and key `x-amz-copy-source` names (policies check read access on it before anything is opened). */
-export function parseCopySource(headers: Record<string, string>): { bucket: string; key: string } {
+export function parseCopySource(headers: Record<string, string>): { bucket: string; key: string; versionId?: string } {
   const raw = headers['x-amz-copy-source'] ?? '';
   const [path = '', query = ''] = raw.split('?', 2);
   const trimmed = path.startsWith('/') ? path.slice(1) : path;
@@ -32,14 +34,14 @@ export function parseCopySource(headers: Record<string, string>): { bucket: stri
   } catch {
     throw new S3Error('InvalidArgument', { message: 'Invalid copy source encoding', fields: { ArgumentName: 'x-amz-copy-source', ArgumentValue: raw } });
   }
+  // A version of the source (docs/design.md §10): copying an older version is how one is restored.
   const versionId = new URLSearchParams(query).get('versionId');
-  if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: key, VersionId: versionId } });
-  return { bucket, key };
+  return { bucket, key, ...(versionId !== null && { versionId }) };
 }
 
 export async function openCopySource(backend: Backend, headers: Record<string, string>): Promise<CopySource> {
-  const { bucket, key } = parseCopySource(headers);
-  const reader = await backend.getObject(bucket, key);
+  const { bucket, key, versionId } = parseCopySource(headers);
+  const reader = await backend.getObject(bucket, key, versionId);
   if (!reader) throw new S3Error('NoSuchKey', { fields: { Key: key } });
   try {
     checkCopySourceConditions(reader.info, headers);
@@ -47,7 +49,13 @@ export async function openCopySource(backend: Backend, headers: Record<string, s
     reader.release?.();
     throw e;
   }
-  return { bucket, key, reader };
+  return { bucket, key, ...(versionId !== undefined && { versionId }), reader };
+}
+
+/** `x-amz-copy-source-version-id`: the version of a versioned source that was copied (API_CopyObject). */
+export function copySourceVersionHeader(source: CopySource): Record<string, string> {
+  const id = source.reader.info.versionId ?? source.versionId;
+  return id !== undefined ? { 'x-amz-copy-source-version-id': id } : {};
 }
 
 /** `bytes=first-last`, both required and inside the object (API_UploadPartCopy). */

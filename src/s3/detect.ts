@@ -61,6 +61,7 @@ export function detectOperation(method: string, bucket: string | undefined, key:
       case 'PUT':
         if (has('acl')) return 'PutBucketAcl';
         if (has('cors')) return 'PutBucketCors';
+        if (has('versioning')) return 'PutBucketVersioning';
         if (firstUnsupported(query)) break;
         return 'CreateBucket';
       case 'DELETE':

@@ -6,6 +6,7 @@ import type { Handler } from './context.js';
 import type { Operation } from './operations.js';
 import * as bucketConfig from './operations/bucket-config.js';
 import * as bucketCors from './operations/bucket-cors.js';
+import * as bucketVersioning from './operations/bucket-versioning.js';
 import * as buckets from './operations/buckets.js';
 import { CopyObject } from './operations/copy-object.js';
 import { DeleteObject, DeleteObjects } from './operations/delete-object.js';
@@ -25,7 +26,8 @@ export const HANDLERS: Record<Operation, Handler> = {
   GetBucketLocation: buckets.GetBucketLocation,
   GetBucketAcl: bucketConfig.GetBucketAcl,
   PutBucketAcl: bucketConfig.PutBucketAcl,
-  GetBucketVersioning: bucketConfig.GetBucketVersioning,
+  GetBucketVersioning: bucketVersioning.GetBucketVersioning,
+  PutBucketVersioning: bucketVersioning.PutBucketVersioning,
   GetBucketPolicy: bucketConfig.GetBucketPolicy,
   GetBucketCors: bucketCors.GetBucketCors,
   PutBucketCors: bucketCors.PutBucketCors,

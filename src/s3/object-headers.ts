@@ -65,6 +65,7 @@ export function objectResponseHeaders(info: ObjectInfo, etagSuffix: boolean, que
   }
   for (const [name, value] of Object.entries(info.metadata)) h[`x-amz-meta-${name}`] = value;
   if (info.writer) h['x-casket-writer'] = info.writer;
+  Object.assign(h, versionHeader(info));
   if (query) {
     for (const [, name] of STORED) {
       const override = query.get(`response-${name}`);
@@ -72,4 +73,18 @@ export function objectResponseHeaders(info: ObjectInfo, etagSuffix: boolean, que
     }
   }
   return h;
+}
+
+/** `x-amz-version-id` of a version a read returns, when its bucket is versioned (docs/design.md §10). */
+export function versionHeader(info: Pick<ObjectInfo, 'versionId'> | null | undefined): Record<string, string> {
+  return info?.versionId !== undefined ? { 'x-amz-version-id': info.versionId } : {};
+}
+
+/**
+ * `x-amz-version-id` of a version a write made: none for the null version
+ * (a write in a Suspended bucket), as S3 answers — a client reads a version
+ * id in a PutObject answer as "this bucket keeps versions".
+ */
+export function madeVersionHeader(info: Pick<ObjectInfo, 'versionId'>): Record<string, string> {
+  return info.versionId !== undefined && info.versionId !== 'null' ? { 'x-amz-version-id': info.versionId } : {};
 }

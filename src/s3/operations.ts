@@ -14,6 +14,7 @@ export const OPERATIONS = [
   'GetBucketAcl',
   'PutBucketAcl',
   'GetBucketVersioning',
+  'PutBucketVersioning',
   'GetBucketPolicy',
   'GetBucketCors',
   'PutBucketCors',

@@ -60,6 +60,8 @@ export interface GuardedWrite<T> {
   written(result: T): ObjectInfo | null;
   /** The version the commit replaced, when the commit reports it (DeleteObject does). */
   replaced?(result: T): ObjectInfo | null;
+  /** The version id the commit made when it is not `written`'s (a delete marker). */
+  madeVersion?(result: T): string | undefined;
   /** The answer to an exact retry of the write that made `current` (docs/design.md §3). */
   landed(current: ObjectInfo | null): T;
   /**
@@ -179,6 +181,7 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
   // A probe that succeeded is a completion the backend had already made: nothing changed, nothing to log.
   if (refusal) return result;
   const written = w.written(result);
+  const versionId = w.madeVersion?.(result) ?? written?.versionId;
   const previousETag = (read && (await read.catch(() => null))?.etag) ?? w.replaced?.(result)?.etag ?? replacedUnder(permit);
   // The object is committed: a state store that fails now costs the writer's
   // stamp (it re-reads before its next write) and a write-log entry, never
@@ -194,6 +197,7 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
         ...(invocationId !== undefined && { invocationId }),
         ...(previousETag !== undefined && { previousETag }),
         ...(written && { newETag: written.etag }),
+        ...(versionId !== undefined && { versionId }),
       },
       written,
     )

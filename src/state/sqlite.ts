@@ -19,7 +19,7 @@ CREATE INDEX IF NOT EXISTS stamps_at ON stamps(at);
 CREATE INDEX IF NOT EXISTS stamps_seq ON stamps(seq);
 CREATE TABLE IF NOT EXISTS write_log (
   id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
-  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT, invocation_id TEXT
+  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT, invocation_id TEXT, version_id TEXT
 );
 CREATE INDEX IF NOT EXISTS write_log_key ON write_log(bucket, key);
 CREATE INDEX IF NOT EXISTS write_log_at ON write_log(at);
@@ -61,6 +61,7 @@ interface LogRow {
   previous_etag: string | null;
   new_etag: string | null;
   invocation_id: string | null;
+  version_id: string | null;
 }
 
 function toStamp(row: StampRow): ReadStamp {
@@ -93,6 +94,8 @@ export class SqliteStateStore implements StateStore {
     // State databases made before exact retries (docs/design.md §3) lack the column.
     const columns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('write_log')").all();
     if (!columns.some((c) => c.name === 'invocation_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN invocation_id TEXT');
+    // ... and before S3 versioning (docs/design.md §10).
+    if (!columns.some((c) => c.name === 'version_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN version_id TEXT');
     // ... and before flexible checksums.
     const partColumns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('part_digests')").all();
     if (!partColumns.some((c) => c.name === 'checksum')) this.db.exec('ALTER TABLE part_digests ADD COLUMN checksum TEXT');
@@ -110,7 +113,7 @@ export class SqliteStateStore implements StateStore {
       putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       listStamps: this.db.prepare<[string, number], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND at >= ? ORDER BY bucket, key'),
       forget: this.db.prepare('DELETE FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
-      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
       putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
       putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests_by_md5 (upload_id, part_number, md5, sha256, size, checksum, at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
@@ -202,7 +205,7 @@ export class SqliteStateStore implements StateStore {
     this.pendingIndex = new Map();
     this.db.transaction(() => {
       for (const e of batch) {
-        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null);
+        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null, e.versionId ?? null);
         this.counted();
       }
       for (const i of index.values()) this.q.putIndex.run(i.bucket, i.key, i.upstreamETag, i.etag, i.at);
@@ -237,7 +240,7 @@ export class SqliteStateStore implements StateStore {
     if (q.agent !== undefined) (where.push('agent = ?'), args.push(q.agent));
     if (q.since !== undefined) (where.push('at >= ?'), args.push(q.since.getTime()));
     if (q.until !== undefined) (where.push('at <= ?'), args.push(q.until.getTime()));
-    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
+    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
     return rows.map((r) => ({
       at: new Date(r.at),
       bucket: r.bucket,
@@ -248,6 +251,7 @@ export class SqliteStateStore implements StateStore {
       ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
       ...(r.new_etag !== null && { newETag: r.new_etag }),
       ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
+      ...(r.version_id !== null && { versionId: r.version_id }),
     }));
   }
 

@@ -48,6 +48,12 @@ export interface WriteLogEntry {
   /** ETag written (absent: a delete). */
   newETag?: string;
   /**
+   * The version id the write made (x-amz-version-id) in a versioned bucket:
+   * the new version, or the delete marker a delete made. A rollback names
+   * versions by it (docs/design.md §10).
+   */
+  versionId?: string;
+  /**
    * The request's `amz-sdk-invocation-id`: AWS SDKs keep it across their
    * automatic retries, so with the access key it names the very write a retry
    * repeats (docs/design.md §3, exact retries).

@@ -20,6 +20,7 @@ export const S3_ERRORS = {
   EntityTooSmall: [400, 'Your proposed upload is smaller than the minimum allowed object size.'],
   // 403, as README's STS section documents; AWS's table says 400.
   ExpiredToken: [403, 'The provided token has expired.'],
+  IllegalVersioningConfigurationException: [400, 'The versioning configuration specified in the request is invalid.'],
   IncompleteBody: [400, 'You did not provide the number of bytes specified by the Content-Length HTTP header.'],
   InternalError: [500, 'We encountered an internal error. Please try again.'],
   InvalidAccessKeyId: [403, 'The AWS access key ID that you provided does not exist in our records.'],

@@ -34,12 +34,16 @@ import type {
   BucketInfo,
   CompletedPart,
   CompleteOptions,
+  DeleteOptions,
+  DeleteResult,
   ListObjectsParams,
   ListObjectsResult,
   ListPartsParams,
   ListPartsResult,
   ListUploadsParams,
   ListUploadsResult,
+  ListVersionsParams,
+  ListVersionsResult,
   MultipartUploadInfo,
   ObjectHeaders,
   ObjectInfo,
@@ -48,7 +52,7 @@ import type {
   Payload,
   PutObjectOptions,
   UploadChecksum,
-  WriteOptions,
+  VersioningStatus,
 } from '../types.js';
 import { BlobStore } from './blobs.js';
 import { Buckets } from './buckets.js';
@@ -58,6 +62,8 @@ import { Multipart } from './multipart.js';
 import { Objects } from './objects.js';
 import { BlobReaper } from './reaper.js';
 import { openDatabase } from './schema.js';
+import { VersionListing } from './version-listing.js';
+import { requireVersionIdForm } from './versioning.js';
 
 export { DataDirInUse } from './schema.js';
 export { multipartETag } from '../../vocabulary/etag.js';
@@ -109,6 +115,7 @@ export class FsBackend implements Backend {
       buckets: Buckets;
       objects: Objects;
       multipart: Multipart;
+      versionListing: VersionListing;
     },
   ) {}
 
@@ -133,7 +140,7 @@ export class FsBackend implements Backend {
       };
       const objects = new Objects(store);
       const multipart = new Multipart(store, objects, options.minPartSize ?? DEFAULT_MIN_PART_SIZE);
-      return new FsBackend(options.dataDir, recovery, { db, blobs, reaper, durability, buckets, objects, multipart });
+      return new FsBackend(options.dataDir, recovery, { db, blobs, reaper, durability, buckets, objects, multipart, versionListing: new VersionListing(db) });
     } catch (e) {
       db.close();
       throw e;
@@ -168,20 +175,42 @@ export class FsBackend implements Backend {
     this.parts.reaper.condemn(released);
   }
 
-  async headObject(bucket: string, key: string): Promise<ObjectInfo | null> {
-    return this.parts.objects.head(bucket, key);
+  async getBucketVersioning(bucket: string): Promise<VersioningStatus | undefined> {
+    return this.parts.buckets.versioning(bucket);
   }
 
-  async getObject(bucket: string, key: string): Promise<ObjectReader | null> {
-    return this.parts.objects.get(bucket, key);
+  async putBucketVersioning(bucket: string, status: VersioningStatus): Promise<void> {
+    this.parts.buckets.setVersioning(bucket, status);
+    this.parts.durability.committed();
   }
 
-  putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo> {
+  async headObject(bucket: string, key: string, versionId?: string): Promise<ObjectInfo | null> {
+    return this.parts.objects.head(bucket, key, versionId);
+  }
+
+  async getObject(bucket: string, key: string, versionId?: string): Promise<ObjectReader | null> {
+    return this.parts.objects.get(bucket, key, versionId);
+  }
+
+  async putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo> {
     return this.parts.objects.put(bucket, key, payload, options);
   }
 
-  deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null> {
-    return this.parts.objects.delete(bucket, key, options);
+  async deleteObject(bucket: string, key: string, options: DeleteOptions): Promise<DeleteResult> {
+    const result = await this.parts.objects.delete(bucket, key, options);
+    // A bucket that never had versioning answers no version id (API_DeleteObject).
+    if (this.parts.buckets.versioning(bucket) === undefined && result.versionId === 'null' && options.versionId === undefined) delete result.versionId;
+    return result;
+  }
+
+  async listObjectVersions(bucket: string, params: ListVersionsParams): Promise<ListVersionsResult> {
+    this.parts.buckets.require(bucket);
+    if (params.versionIdMarker) requireVersionIdForm(params.versionIdMarker);
+    return this.parts.versionListing.list(bucket, params, this.parts.objects);
+  }
+
+  async currentDeleteMarker(bucket: string, key: string): Promise<string | undefined> {
+    return this.parts.objects.currentDeleteMarker(bucket, key);
   }
 
   async listObjects(bucket: string, params: ListObjectsParams): Promise<ListObjectsResult> {
@@ -196,7 +225,7 @@ export class FsBackend implements Backend {
     return this.parts.multipart.uploadPart(bucket, key, uploadId, partNumber, payload);
   }
 
-  completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
+  async completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: CompletedPart[], options: CompleteOptions): Promise<ObjectInfo> {
     return this.parts.multipart.completeUpload(bucket, key, uploadId, parts, options);
   }
 
@@ -237,8 +266,11 @@ export class FsBackend implements Backend {
 /** Deletes every blob file no row references; see blobs.ts for why that is all recovery needs. */
 function collectGarbage(db: ReturnType<typeof openDatabase>, blobs: BlobStore): Recovery {
   const referenced = new Set<string>();
-  for (const row of db.prepare<[], { blobs: string }>('SELECT blobs FROM objects WHERE blobs IS NOT NULL').iterate()) {
-    for (const id of JSON.parse(row.blobs) as string[]) referenced.add(id);
+  // Noncurrent versions hold their blobs as current ones do (versioning.ts).
+  for (const table of ['objects', 'versions']) {
+    for (const row of db.prepare<[], { blobs: string }>(`SELECT blobs FROM ${table} WHERE blobs IS NOT NULL`).iterate()) {
+      for (const id of JSON.parse(row.blobs) as string[]) referenced.add(id);
+    }
   }
   for (const row of db.prepare<[], { blob: string }>('SELECT blob FROM parts').iterate()) referenced.add(row.blob);
   const { orphansRemoved, missing } = blobs.collectGarbageSync(referenced);

@@ -9,10 +9,12 @@ import { decodeChecksum, decodeUploadChecksum } from '../multipart-checksum.js';
 import type { MultipartUploadInfo, ObjectHeaders, ObjectInfo } from '../types.js';
 
 /** Every `objects` column but the inline body. */
-export const OBJECT_COLUMNS = 'key, etag, size, last_modified, writer, headers, metadata, part_sizes, checksum, part_checksums, blobs';
+export const OBJECT_COLUMNS = 'key, version_id, etag, size, last_modified, writer, headers, metadata, part_sizes, checksum, part_checksums, blobs';
 
 export interface ObjectRow {
   key: string;
+  /** `null` for the null version (docs/design.md §10). */
+  version_id: string;
   etag: string;
   size: number;
   last_modified: number;
@@ -60,6 +62,7 @@ export function objectInfo(bucket: string, row: ObjectRow): ObjectInfo {
   const checksum = decodeChecksum(row.checksum);
   if (checksum) info.checksum = checksum;
   if (row.part_checksums !== null) info.partChecksums = JSON.parse(row.part_checksums) as string[];
+  info.versionId = row.version_id;
   return info;
 }
 

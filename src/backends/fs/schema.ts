@@ -47,6 +47,17 @@
  *
  * Migration 3 (CORS): `buckets.cors`, the bucket's CORS rules as JSON
  * (vocabulary/cors.ts), NULL when it has none.
+ *
+ * Migration 4 (S3 versioning, docs/design.md §10): `buckets.versioning`
+ * ('Enabled' / 'Suspended', NULL while never set); `objects.version_id`, the
+ * current version's id (`null` for the null version: every object of an
+ * older data dir becomes its key's null version), placed before the body
+ * columns, so `objects` is rebuilt once more; and `versions`, the noncurrent
+ * versions and delete markers (versioning.ts): the same columns plus
+ * `delete_marker`, its rowid the order versions were made in (newer greater).
+ * `objects` stays one row per key holding its current version when that is
+ * not a delete marker, so reads, conditions and ListObjects never look at
+ * history.
  */
 import { isBusy, openSqlite, type Database } from '../../sqlite.js';
 
@@ -130,6 +141,51 @@ const MIGRATIONS: readonly string[] = [
   `,
   `
   ALTER TABLE buckets ADD COLUMN cors TEXT;
+  `,
+  `
+  ALTER TABLE buckets ADD COLUMN versioning TEXT;
+  CREATE TABLE objects_v4 (
+    id INTEGER PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    last_modified INTEGER NOT NULL,
+    writer TEXT,
+    headers TEXT,
+    metadata TEXT,
+    part_sizes TEXT,
+    checksum TEXT,
+    part_checksums TEXT,
+    blobs TEXT,
+    body BLOB
+  );
+  INSERT INTO objects_v4 (id, bucket, key, version_id, etag, size, last_modified, writer, headers, metadata, part_sizes, checksum, part_checksums, blobs, body)
+    SELECT id, bucket, key, 'null', etag, size, last_modified, writer, headers, metadata, part_sizes, checksum, part_checksums, blobs, body FROM objects;
+  DROP TABLE objects;
+  ALTER TABLE objects_v4 RENAME TO objects;
+  CREATE UNIQUE INDEX objects_by_key ON objects (bucket, key);
+  CREATE TABLE versions (
+    id INTEGER PRIMARY KEY,
+    bucket TEXT NOT NULL,
+    key TEXT NOT NULL,
+    version_id TEXT NOT NULL,
+    delete_marker INTEGER NOT NULL,
+    etag TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    last_modified INTEGER NOT NULL,
+    writer TEXT,
+    headers TEXT,
+    metadata TEXT,
+    part_sizes TEXT,
+    checksum TEXT,
+    part_checksums TEXT,
+    blobs TEXT,
+    body BLOB
+  );
+  CREATE UNIQUE INDEX versions_by_id ON versions (bucket, key, version_id);
+  CREATE INDEX versions_by_key ON versions (bucket, key, id);
   `,
 ];
 

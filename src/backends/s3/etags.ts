@@ -163,9 +163,12 @@ export class ETagResolver {
   /**
    * casket's ETag of the version a HEAD/GET response describes: its casket
    * metadata, else the index, else computed by reading it (throws
-   * VersionChanged if the object changed meanwhile).
+   * VersionChanged if the object changed meanwhile). `versionId`: the
+   * response was of that version of a versioned upstream (docs/design.md §10);
+   * computing reads that version. The index serves every version alike: its
+   * entries are keyed by the upstream's ETag of the bytes they describe.
    */
-  async resolve(bucket: string, key: string, h: Record<string, string>): Promise<UpstreamObject> {
+  async resolve(bucket: string, key: string, h: Record<string, string>, versionId?: string): Promise<UpstreamObject> {
     const upstreamETag = unquote(h.etag ?? '');
     const size = Number(h['content-length'] ?? 0);
     const meta = h[`x-amz-meta-${META_SHA256}`];
@@ -176,7 +179,7 @@ export class ETagResolver {
       // Index it so listings need no HEAD for this version.
       void this.remember(bucket, key, upstreamETag, meta, undefined, checksum && { checksum }).catch(() => {});
     } else {
-      resolved = (await this.indexed(bucket, key, upstreamETag)) ?? (await this.compute(bucket, key, upstreamETag, size));
+      resolved = (await this.indexed(bucket, key, upstreamETag)) ?? (await this.compute(bucket, key, upstreamETag, size, versionId));
       // A streamed PutObject carries a checksum sent as a header with the
       // object, though not its SHA-256: it outlives a lost index entry.
       const checksum = upstreamETag.includes('-') ? undefined : decodeChecksum(h[`x-amz-meta-${META_CHECKSUM}`]);
@@ -196,27 +199,30 @@ export class ETagResolver {
       ...(writer !== undefined && { writer }),
       ...(checksum && { checksum }),
       ...(resolved.partChecksums && { partChecksums: resolved.partChecksums }),
+      // A versioned upstream names the version (docs/design.md §10).
+      ...(h['x-amz-version-id'] !== undefined && { versionId: h['x-amz-version-id'] }),
     };
     return { info, upstreamETag };
   }
 
   /** Reads the version once and indexes its SHA-256 ETag (deduplicated across concurrent callers). */
-  compute(bucket: string, key: string, upstreamETag: string, size: number): Promise<{ etag: string; partSizes?: number[] }> {
+  compute(bucket: string, key: string, upstreamETag: string, size: number, versionId?: string): Promise<{ etag: string; partSizes?: number[] }> {
     const id = `${bucket}\0${key}\0${upstreamETag}`;
     let pending = this.computing.get(id);
     if (!pending) {
-      pending = this.read(bucket, key, upstreamETag, size).finally(() => this.computing.delete(id));
+      pending = this.read(bucket, key, upstreamETag, size, versionId).finally(() => this.computing.delete(id));
       this.computing.set(id, pending);
     }
     return pending;
   }
 
-  private async read(bucket: string, key: string, upstreamETag: string, size: number): Promise<{ etag: string; partSizes?: number[] }> {
+  private async read(bucket: string, key: string, upstreamETag: string, size: number, versionId?: string): Promise<{ etag: string; partSizes?: number[] }> {
     const form = await this.ifMatchForm();
     const pin: Record<string, string> = form ? { 'if-match': formatFor(form, upstreamETag) } : {};
+    const version: Record<string, string> = versionId !== undefined ? { versionId } : {};
     const m = /-(\d+)$/.exec(upstreamETag);
     if (!m) {
-      const { sha256 } = await this.hash(await this.client.send({ method: 'GET', bucket, key, headers: pin }), bucket, key, upstreamETag);
+      const { sha256 } = await this.hash(await this.client.send({ method: 'GET', bucket, key, headers: pin, query: version }), bucket, key, upstreamETag);
       const etag = sha256.toString('hex');
       await this.remember(bucket, key, upstreamETag, etag).catch(() => {});
       return { etag };
@@ -225,7 +231,7 @@ export class ETagResolver {
     const digests: Buffer[] = [];
     const sizes: number[] = [];
     for (let n = 1; n <= count; n++) {
-      const res = await this.client.send({ method: 'GET', bucket, key, query: { partNumber: String(n) }, headers: pin });
+      const res = await this.client.send({ method: 'GET', bucket, key, query: { partNumber: String(n), ...version }, headers: pin });
       const honoured = res.headers['x-amz-mp-parts-count'] !== undefined || res.status === 206;
       const part = await this.hash(res, bucket, key, upstreamETag);
       if (n === 1 && !honoured && res.status === 200) {

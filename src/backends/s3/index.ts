@@ -14,6 +14,7 @@
  *   multipart.ts     the multipart upload operations
  *   commit.ts        every write's atomic commit under its CommitCondition
  *   versions.ts      the current version of a key (HEAD), and the last one seen
+ *   version-reads.ts S3 versioning passed through: ?versionId reads, ListObjectVersions
  *   etags.ts         casket's SHA-256 ETag for an upstream version (metadata, index, computed)
  *   capabilities.ts  which conditions the upstream enforces (probed at start)
  *   spool.ts         bodies received whole before they go upstream
@@ -27,6 +28,8 @@ import type {
   BucketInfo,
   CompletedPart,
   CompleteOptions,
+  DeleteOptions,
+  DeleteResult,
   ForwardRequest,
   ForwardResponse,
   ListObjectsParams,
@@ -35,6 +38,8 @@ import type {
   ListPartsResult,
   ListUploadsParams,
   ListUploadsResult,
+  ListVersionsParams,
+  ListVersionsResult,
   MultipartUploadInfo,
   ObjectHeaders,
   ObjectInfo,
@@ -44,7 +49,6 @@ import type {
   PutObjectOptions,
   UploadChecksum,
   UploadPartOptions,
-  WriteOptions,
 } from '../types.js';
 import * as buckets from './buckets.js';
 import { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
@@ -57,6 +61,7 @@ import { Multipart } from './multipart.js';
 import { Objects } from './objects.js';
 import { Spool } from './spool.js';
 import { Versions } from './versions.js';
+import { VersionReads } from './version-reads.js';
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
 export { forwardUpstream };
@@ -99,6 +104,7 @@ export class S3Backend implements Backend {
   private readonly multipart: Multipart;
   private readonly etags: ETagResolver;
   private readonly versions: Versions;
+  private readonly versionReads: VersionReads;
   private probe: Promise<Capabilities> | undefined;
 
   constructor(private readonly options: S3BackendOptions) {
@@ -116,6 +122,7 @@ export class S3Backend implements Backend {
     const capabilities = () => this.capabilities();
     this.etags = new ETagResolver(this.client, options.state, async () => (await capabilities()).ifMatchPut);
     this.versions = new Versions(this.client, this.etags);
+    this.versionReads = new VersionReads(this.client, this.etags);
     const committer = new Committer(this.versions, capabilities, options.replicas ?? false);
     this.objects = new Objects(this.client, this.spool, this.etags, this.versions, committer, capabilities);
     this.multipart = new Multipart(this.client, options.state, this.spool, this.etags, this.versions, committer);
@@ -160,19 +167,29 @@ export class S3Backend implements Backend {
     return buckets.deleteBucket(this.client, bucket, (uploadId) => this.options.state.deletePartDigests(uploadId).catch(() => {}));
   }
 
-  headObject(bucket: string, key: string): Promise<ObjectInfo | null> {
+  async headObject(bucket: string, key: string, versionId?: string): Promise<ObjectInfo | null> {
+    if (versionId !== undefined) return (await this.versionReads.head(bucket, key, versionId)).info;
     return this.objects.headObject(bucket, key);
   }
 
-  getObject(bucket: string, key: string): Promise<ObjectReader | null> {
+  getObject(bucket: string, key: string, versionId?: string): Promise<ObjectReader | null> {
+    if (versionId !== undefined) return this.versionReads.get(bucket, key, versionId);
     return this.objects.getObject(bucket, key);
+  }
+
+  listObjectVersions(bucket: string, params: ListVersionsParams): Promise<ListVersionsResult | undefined> {
+    return this.versionReads.list(bucket, params);
+  }
+
+  currentDeleteMarker(bucket: string, key: string): Promise<string | undefined> {
+    return this.versionReads.currentDeleteMarker(bucket, key);
   }
 
   putObject(bucket: string, key: string, payload: Payload, options: PutObjectOptions): Promise<ObjectInfo> {
     return this.objects.putObject(bucket, key, payload, options);
   }
 
-  deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null> {
+  deleteObject(bucket: string, key: string, options: DeleteOptions): Promise<DeleteResult> {
     return this.objects.deleteObject(bucket, key, options);
   }
 

@@ -32,7 +32,7 @@ import { createHash } from 'node:crypto';
 import { S3Error } from '../../vocabulary/errors.js';
 import { validateKey } from '../../vocabulary/names.js';
 import { encodeChecksum } from '../multipart-checksum.js';
-import { ConditionFailed, type CommitCondition, type ObjectChecksum, type ObjectInfo, type ObjectReader, type PartChecksum, type Payload, type PutObjectOptions, type WriteOptions } from '../types.js';
+import { ConditionFailed, type CommitCondition, type ObjectChecksum, type ObjectInfo, type ObjectReader, type PartChecksum, type Payload, type PutObjectOptions, type DeleteOptions, type DeleteResult } from '../types.js';
 import { NOTHING_ENFORCED, unquote, type Capabilities } from './capabilities.js';
 import { errorFrom, readBytes, type UpstreamBody, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { REFUSED, refusedUpstream, type Committer } from './commit.js';
@@ -215,6 +215,8 @@ export class Objects {
         metadata: withoutCasketMeta(options.metadata),
         ...(options.writer !== undefined && { writer: options.writer }),
         ...(checksum && { checksum }),
+        // A versioned upstream names the version it made (docs/design.md §10: versioning passes through).
+        ...(res.headers['x-amz-version-id'] !== undefined && { versionId: res.headers['x-amz-version-id'] }),
       };
       if (upstreamETag !== '') {
         // Committed upstream: a state store that fails now costs the index
@@ -228,15 +230,20 @@ export class Objects {
     });
   }
 
-  async deleteObject(bucket: string, key: string, options: WriteOptions): Promise<ObjectInfo | null> {
+  async deleteObject(bucket: string, key: string, options: DeleteOptions): Promise<DeleteResult> {
     validateKey(key);
-    return this.committer.run(bucket, key, 'DeleteObject', options, null, async (condition, current) => {
-      const req: UpstreamRequest = { method: 'DELETE', bucket, key, headers: condition };
+    let answered: Record<string, string> = {};
+    const replaced = await this.committer.run(bucket, key, 'DeleteObject', options, null, async (condition, current) => {
+      const req: UpstreamRequest = { method: 'DELETE', bucket, key, headers: condition, ...(options.versionId !== undefined && { query: { versionId: options.versionId } }) };
       const res = await this.client.send(req);
       if (await refusedUpstream(res, req)) return REFUSED;
+      answered = res.headers;
       this.versions.unseen(bucket, key);
       return current?.info ?? null;
     }, true);
+    // A versioned upstream's delete marker (or the version removed by id) passes through (docs/design.md §10).
+    const versionId = answered['x-amz-version-id'];
+    return { replaced, ...(versionId !== undefined && { versionId }), ...(answered['x-amz-delete-marker'] === 'true' && { deleteMarker: true }) };
   }
 }
 

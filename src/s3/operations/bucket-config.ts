@@ -1,7 +1,7 @@
 /**
  * The side calls clients make that must not break them (README "Clients": s3cmd
  * `info` reads ?policy, ?cors, ?acl; `cp` reads and writes ?acl). casket
- * buckets and objects are private, unversioned, with no policy,
+ * buckets and objects are private, with no policy,
  * lifecycle or tags (CORS: bucket-cors.ts): the reads answer that in S3's own words, and a write that
  * asks for anything but private is refused with 501 rather than ignored.
  */
@@ -55,12 +55,6 @@ export const PutObjectAcl: Handler = async (ctx, services) => {
   await requireObject(ctx, services);
   await acceptPrivateAcl(ctx);
   return emptyResponse(200);
-};
-
-export const GetBucketVersioning: Handler = async (ctx, { backend }) => {
-  await backend.headBucket(requireBucket(ctx));
-  // An unversioned bucket: no Status element (API_GetBucketVersioning).
-  return xmlResponse('VersioningConfiguration', {});
 };
 
 function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchLifecycleConfiguration' | 'NoSuchTagSet'): Handler {

@@ -14,8 +14,8 @@ import { formatETag } from '../../vocabulary/etag.js';
 import type { Handler } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumElements } from '../checksum-headers.js';
-import { copyPayload, openCopySource } from '../copy-source.js';
-import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
+import { copyPayload, copySourceVersionHeader, openCopySource } from '../copy-source.js';
+import { madeVersionHeader, metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
 
@@ -32,7 +32,8 @@ export const CopyObject: Handler = async (ctx, services) => {
   const source = await openCopySource(services.backend, ctx.headers);
   const directive = (ctx.headers['x-amz-metadata-directive'] ?? 'COPY').toUpperCase();
   if (directive !== 'COPY' && directive !== 'REPLACE') throw new S3Error('InvalidArgument', { message: 'Unknown metadata directive.', fields: { ArgumentName: 'x-amz-metadata-directive', ArgumentValue: directive } });
-  if (directive === 'COPY' && source.bucket === bucket && source.key === key) {
+  // Copying an older version onto its own key changes the object: allowed (docs/design.md §10).
+  if (directive === 'COPY' && source.bucket === bucket && source.key === key && source.versionId === undefined) {
     throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
   }
   const src = source.reader.info;
@@ -62,5 +63,5 @@ export const CopyObject: Handler = async (ctx, services) => {
     written: (info) => info,
     landed: (current) => current!,
   }).finally(() => source.reader.release?.());
-  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) });
+  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) }, 200, { ...madeVersionHeader(info), ...copySourceVersionHeader(source) });
 };

@@ -8,12 +8,16 @@
  * `x-amz-if-match-size` and `x-amz-if-match-last-modified-time`
  * (DeleteObjects: `<Size>`, `<LastModifiedTime>`) — are checked atomically at
  * commit like If-Match: 412 when the object differs, 204 when it does not
- * exist. Buckets are unversioned: VersionId `null` names the one version,
- * any other is NoSuchVersion. DeleteObjects takes at most 1000 keys, needs
+ * exist. In a versioned bucket (docs/design.md §10) a delete without a
+ * version id makes a delete marker (x-amz-delete-marker, x-amz-version-id;
+ * DeleteObjects: <DeleteMarker>, <DeleteMarkerVersionId>), and one with a
+ * version id (`?versionId=`, `<VersionId>`) removes that version for good;
+ * the conditions are checked against the current version either way.
+ * DeleteObjects takes at most 1000 keys, needs
  * Content-MD5 or an x-amz-checksum-* header, and reports each key on its own
  * (Quiet: errors only).
  */
-import type { ObjectInfo } from '../../backends/types.js';
+import type { DeleteResult } from '../../backends/types.js';
 import { Refusal } from '../../guard/refusal.js';
 import type { WriteConditions } from '../../guard/preconditions.js';
 import { S3Error, isS3Error } from '../../vocabulary/errors.js';
@@ -26,8 +30,8 @@ import { emptyResponse, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
 import { readXmlBody, type XmlObject } from '../../vocabulary/xml.js';
 
-async function deleteOne(ctx: RequestContext, services: Services, bucket: string, key: string, conditions: WriteConditions, operation: string): Promise<ObjectInfo | null> {
-  return guardedWrite({
+async function deleteOne(ctx: RequestContext, services: Services, bucket: string, key: string, conditions: WriteConditions, operation: string, versionId: string | undefined): Promise<DeleteResult> {
+  return guardedWrite<DeleteResult>({
     ctx,
     services,
     bucket,
@@ -36,10 +40,11 @@ async function deleteOne(ctx: RequestContext, services: Services, bucket: string
     conditions,
     deletes: true,
     bodyComing: false,
-    commit: (permit) => services.backend.deleteObject(bucket, key, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }) }),
+    commit: (permit) => services.backend.deleteObject(bucket, key, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }), ...(versionId !== undefined && { versionId }) }),
     written: () => null,
-    replaced: (deleted) => deleted,
-    landed: () => null,
+    replaced: (result) => result.replaced,
+    madeVersion: (result) => (versionId === undefined && result.deleteMarker ? result.versionId : undefined),
+    landed: () => ({ replaced: null }),
   });
 }
 
@@ -68,10 +73,12 @@ function deleteConditionsFrom(headers: Record<string, string>): WriteConditions 
 
 export const DeleteObject: Handler = async (ctx, services) => {
   const { bucket, key } = requireKey(ctx);
-  const versionId = ctx.query.get('versionId');
-  if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: key, VersionId: versionId } });
-  await deleteOne(ctx, services, bucket, key, deleteConditionsFrom(ctx.headers), 'DeleteObject');
-  return emptyResponse(204);
+  const versionId = ctx.query.get('versionId') ?? undefined;
+  const result = await deleteOne(ctx, services, bucket, key, deleteConditionsFrom(ctx.headers), 'DeleteObject', versionId);
+  return emptyResponse(204, {
+    ...(result.versionId !== undefined && { 'x-amz-version-id': result.versionId }),
+    ...(result.deleteMarker && { 'x-amz-delete-marker': 'true' }),
+  });
 };
 
 export const MAX_DELETE_KEYS = 1000;
@@ -120,15 +127,17 @@ export const DeleteObjects: Handler = async (ctx, services) => {
   for (const entry of entries) {
     const version = entry.versionId !== undefined ? { VersionId: entry.versionId } : {};
     try {
-      // Buckets are unversioned: "null" is the one version there is.
-      if (entry.versionId !== undefined && entry.versionId !== 'null') throw new S3Error('NoSuchVersion');
       // Policies (docs/design.md §7) per key: a refused key is an <Error> of its own, the others go on.
       ctx.access.authorize({ action: 's3:DeleteObject', resource: objectResource(bucket, entry.key) });
-      await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects');
-      if (!quiet) deleted.push({ Key: entry.key, ...version });
+      const result = await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects', entry.versionId);
+      // API_DeletedObject: DeleteMarker and DeleteMarkerVersionId name a marker made or removed.
+      const marker = result.deleteMarker ? { DeleteMarker: true, ...(result.versionId !== undefined && { DeleteMarkerVersionId: result.versionId }) } : {};
+      if (!quiet) deleted.push({ Key: entry.key, ...version, ...marker });
     } catch (e) {
       if (e instanceof Refusal) services.guard.report(e, ctx.agent);
-      const err = e instanceof Refusal ? refusalError(e, ctx.etagSuffix) : isS3Error(e) ? e : undefined;
+      let err = e instanceof Refusal ? refusalError(e, ctx.etagSuffix) : isS3Error(e) ? e : undefined;
+      // A version id of the wrong form: DeleteObjects names it NoSuchVersion where DeleteObject says InvalidArgument (as AWS).
+      if (err?.code === 'InvalidArgument' && entry.versionId !== undefined) err = new S3Error('NoSuchVersion');
       if (!err) throw e;
       errors.push({ Key: entry.key, ...version, Code: err.code, Message: err.message, ...(err.fields.CurrentETag !== undefined && { CurrentETag: err.fields.CurrentETag }) });
     }

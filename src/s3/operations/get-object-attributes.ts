@@ -10,9 +10,10 @@
  *
  * Known differences from AWS S3: `Part` entries are listed with their sizes
  * for every multipart object whose part sizes casket knows (AWS lists them
- * only when the object has an additional checksum); buckets are unversioned,
- * so `versionId` may only be `null`. As AWS does, the ETag element is unquoted.
+ * only when the object has an additional checksum); `?versionId=` names a
+ * version (docs/design.md §10). As AWS does, the ETag element is unquoted.
  */
+import { versionHeader } from '../object-headers.js';
 import type { ObjectInfo } from '../../backends/types.js';
 import { checksumElementName } from '../../vocabulary/checksums.js';
 import { S3Error } from '../../vocabulary/errors.js';
@@ -71,10 +72,9 @@ function objectParts(info: ObjectInfo, headers: Record<string, string>): XmlObje
 
 export const GetObjectAttributes: Handler = async (ctx, { backend }) => {
   const { bucket, key } = requireKey(ctx);
-  const versionId = ctx.query.get('versionId');
-  if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: key, VersionId: versionId } });
+  const versionId = ctx.query.get('versionId') ?? undefined;
   const wanted = requestedAttributes(ctx.headers['x-amz-object-attributes']);
-  const info = await backend.headObject(bucket, key);
+  const info = await backend.headObject(bucket, key, versionId);
   if (!info) throw new S3Error('NoSuchKey', { fields: { Key: key } });
   const body: XmlObject = {};
   if (wanted.has('ETag')) body.ETag = unquoteETag(formatETag(info.etag, ctx.etagSuffix));
@@ -87,5 +87,5 @@ export const GetObjectAttributes: Handler = async (ctx, { backend }) => {
   }
   if (wanted.has('StorageClass')) body.StorageClass = 'STANDARD';
   if (wanted.has('ObjectSize')) body.ObjectSize = info.size;
-  return xmlResponse('GetObjectAttributesResponse', body, 200, { 'last-modified': httpDate(info.lastModified) });
+  return xmlResponse('GetObjectAttributesResponse', body, 200, { 'last-modified': httpDate(info.lastModified), ...versionHeader(info) });
 };

@@ -1,17 +1,20 @@
 /**
  * GetObject and HeadObject (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html):
  * conditional reads (304/412), one Range (206, 416), ?partNumber= of a
- * multipart object, response-* overrides, ?versionId=null (casket buckets are
- * unversioned: "null" is the only version). A GET by an agent records a read
- * stamp once the response is over: full only if every byte was delivered and
- * the bytes delivered so far cover the version (docs/design.md §4). HEAD reads nothing.
+ * multipart object, response-* overrides, ?versionId= (docs/design.md §10:
+ * NoSuchVersion, 405 for a delete marker; a key whose current version is a
+ * delete marker is 404 NoSuchKey with x-amz-delete-marker). A GET by an agent
+ * records a read stamp once the response is over: full only if every byte
+ * was delivered and the bytes delivered so far cover the version
+ * (docs/design.md §4) — of the current version only: reading an older one by
+ * id says nothing about what the agent saw of the key. HEAD reads nothing.
  * A whole small version delivered to an agent is kept (docs/design.md §6): its bytes
  * are copied as they stream past (s3/capture.ts) and kept after the response.
  */
 import type { Readable } from 'node:stream';
 import type { ByteRange, ObjectInfo } from '../../backends/types.js';
 import { S3Error } from '../../vocabulary/errors.js';
-import type { Handler, RequestContext } from '../context.js';
+import type { Handler, RequestContext, Services } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumHeaders, checksumModeEnabled, partChecksumHeader } from '../checksum-headers.js';
 import { objectResponseHeaders } from '../object-headers.js';
@@ -20,9 +23,16 @@ import { checkReadConditions } from '../read-conditions.js';
 import type { S3Response } from '../respond.js';
 import { capture } from '../capture.js';
 
-function checkVersion(ctx: RequestContext): void {
+function versionOf(ctx: RequestContext): string | undefined {
   const versionId = ctx.query.get('versionId');
-  if (versionId !== null && versionId !== 'null') throw new S3Error('NoSuchVersion', { fields: { Key: ctx.key, VersionId: versionId } });
+  if (versionId === '') throw new S3Error('InvalidArgument', { message: 'Version id cannot be the empty string', fields: { ArgumentName: 'versionId', ArgumentValue: '' } });
+  return versionId ?? undefined;
+}
+
+/** 404 NoSuchKey, saying when a delete marker hides the key (API_GetObject, API_HeadObject). */
+async function noSuchKey(ctx: RequestContext, backend: Services['backend'], bucket: string, key: string): Promise<S3Error> {
+  const marker = await backend.currentDeleteMarker?.(bucket, key);
+  return new S3Error('NoSuchKey', { fields: { Key: key }, ...(marker !== undefined && { headers: { 'x-amz-delete-marker': 'true', 'x-amz-version-id': marker } }) });
 }
 
 interface Selection {
@@ -76,9 +86,9 @@ async function primed(body: Readable): Promise<Readable> {
 
 export const GetObject: Handler = async (ctx, { backend, guard, log, retainer }) => {
   const { bucket, key } = requireKey(ctx);
-  checkVersion(ctx);
-  const reader = await backend.getObject(bucket, key);
-  if (!reader) throw new S3Error('NoSuchKey', { fields: { Key: key } });
+  const versionId = versionOf(ctx);
+  const reader = await backend.getObject(bucket, key, versionId);
+  if (!reader) throw await noSuchKey(ctx, backend, bucket, key);
   const { info } = reader;
   let sel: Selection;
   let body: Buffer | Readable;
@@ -106,7 +116,7 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer })
     }
   }
   const response: S3Response = { ...headers(ctx, info, sel), body };
-  if (agent) {
+  if (agent && !info.noncurrent) {
     response.onFinish = async (complete) => {
       await Promise.all([
         complete && kept ? retainer?.kept(info.etag, kept()) : undefined,
@@ -119,9 +129,8 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer })
 
 export const HeadObject: Handler = async (ctx, { backend }) => {
   const { bucket, key } = requireKey(ctx);
-  checkVersion(ctx);
-  const info = await backend.headObject(bucket, key);
-  if (!info) throw new S3Error('NoSuchKey');
+  const info = await backend.headObject(bucket, key, versionOf(ctx));
+  if (!info) throw await noSuchKey(ctx, backend, bucket, key);
   checkReadConditions(info, ctx.headers, ctx.etagSuffix);
   return headers(ctx, info, select(ctx, info));
 };

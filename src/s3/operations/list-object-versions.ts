@@ -1,23 +1,28 @@
 /**
- * ListObjectVersions (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html)
- * as S3 answers it for a bucket that never had versioning enabled — and
- * casket's buckets are unversioned: every object once, as a <Version> with
+ * ListObjectVersions (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectVersions.html).
+ * The embedded store lists every version and delete marker it keeps
+ * (docs/design.md §10; backends/fs/version-listing.ts): <Version> and
+ * <DeleteMarker> entries in key order, newest first, IsLatest, paged by
+ * key-marker / version-id-marker.
+ *
+ * A backend without versions of its own lists as S3 does for a bucket that
+ * never had versioning enabled: every object once, as a <Version> with
  * VersionId `null` and IsLatest true, no delete markers. Cleanup tools
  * (`aws s3api list-object-versions`, boto3's bucket.object_versions,
  * `rclone purge`) list versions before deleting them with VersionId=null.
  *
  * Built on the object listing (Backend.listObjects), so ETags are casket's
- * SHA-256 ones on every backend — an upstream's own version listing, with its
- * MD5 ETags and its own version ids, is never passed through. Paging:
+ * SHA-256 ones. Paging:
  * key-marker (keys after it), version-id-marker (only `null`, only with a
  * key-marker: after that key's one version), NextKeyMarker /
  * NextVersionIdMarker when truncated; prefix, delimiter + CommonPrefixes,
  * max-keys (at most 1000), encoding-type=url (keys, Prefix, Delimiter,
  * KeyMarker, NextKeyMarker, common prefixes).
  *
- * Known gap: a bucket whose upstream has versioning enabled (around casket,
- * or through a forwarded PutBucketVersioning) still lists only its current
- * objects here: casket serves no noncurrent version.
+ * In front of an upstream, a bucket with versioning Enabled or Suspended lists
+ * the upstream's own versions with every ETag rewritten to casket's
+ * (backends/s3/version-reads.ts); one that never had versioning lists as above,
+ * from ListObjectsV2, so no upstream quirk of its version listing shows.
  */
 import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
@@ -41,13 +46,47 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
   if (versionIdMarker !== '' && keyMarker === '') {
     throw new S3Error('InvalidArgument', { message: 'A version-id marker cannot be specified without a key marker.', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
   }
+  const result = await backend.listObjectVersions?.(bucket, { prefix, ...(delimiter !== undefined && { delimiter }), keyMarker, versionIdMarker, maxKeys });
+  if (result) {
+    return xmlResponse('ListVersionsResult', {
+      Name: bucket,
+      Prefix: enc(prefix),
+      KeyMarker: enc(keyMarker),
+      VersionIdMarker: versionIdMarker,
+      NextKeyMarker: result.nextKeyMarker !== undefined ? enc(result.nextKeyMarker) : undefined,
+      NextVersionIdMarker: result.nextVersionIdMarker,
+      MaxKeys: maxKeys,
+      Delimiter: delimiter !== undefined ? enc(delimiter) : undefined,
+      IsTruncated: result.isTruncated,
+      EncodingType: ctx.query.get('encoding-type') ?? undefined,
+      // S3 lists versions and markers apart, each in listing order; clients merge them by key.
+      Version: result.entries.filter((e) => e.info).map((e) => ({
+        Key: enc(e.key),
+        VersionId: e.versionId,
+        IsLatest: e.isLatest,
+        LastModified: xmlDate(e.lastModified),
+        ETag: formatETag(e.info!.etag, ctx.etagSuffix),
+        Size: e.info!.size,
+        Owner: OWNER,
+        StorageClass: 'STANDARD',
+      })),
+      DeleteMarker: result.entries.filter((e) => !e.info).map((e) => ({
+        Key: enc(e.key),
+        VersionId: e.versionId,
+        IsLatest: e.isLatest,
+        LastModified: xmlDate(e.lastModified),
+        Owner: OWNER,
+      })),
+      CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
+    });
+  }
   if (versionIdMarker !== '' && versionIdMarker !== NULL_VERSION) {
     throw new S3Error('InvalidArgument', { message: 'Invalid version id specified', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
   }
   // Each key has one version, so "after key K's null version" is "after K".
-  const result = await backend.listObjects(bucket, { prefix, delimiter, after: keyMarker || undefined, maxKeys });
-  const next = result.isTruncated ? result.nextAfter : undefined;
-  const nextIsPrefix = next !== undefined && result.commonPrefixes.includes(next);
+  const listed = await backend.listObjects(bucket, { prefix, delimiter, after: keyMarker || undefined, maxKeys });
+  const next = listed.isTruncated ? listed.nextAfter : undefined;
+  const nextIsPrefix = next !== undefined && listed.commonPrefixes.includes(next);
   return xmlResponse('ListVersionsResult', {
     Name: bucket,
     Prefix: enc(prefix),
@@ -57,9 +96,9 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
     NextVersionIdMarker: next !== undefined && !nextIsPrefix ? NULL_VERSION : undefined,
     MaxKeys: maxKeys,
     Delimiter: delimiter !== undefined ? enc(delimiter) : undefined,
-    IsTruncated: result.isTruncated,
+    IsTruncated: listed.isTruncated,
     EncodingType: ctx.query.get('encoding-type') ?? undefined,
-    Version: result.objects.map((o) => ({
+    Version: listed.objects.map((o) => ({
       Key: enc(o.key),
       VersionId: NULL_VERSION,
       IsLatest: true,
@@ -69,6 +108,6 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
       Owner: OWNER,
       StorageClass: 'STANDARD',
     })),
-    CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
+    CommonPrefixes: listed.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
   });
 };

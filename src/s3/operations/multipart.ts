@@ -12,7 +12,8 @@ import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag, unquoteETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket, requireKey } from '../context.js';
-import { copyPayload, openCopySource, parseCopySourceRange } from '../copy-source.js';
+import { copyPayload, copySourceVersionHeader, openCopySource, parseCopySourceRange } from '../copy-source.js';
+import { madeVersionHeader } from '../object-headers.js';
 import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { emptyResponse, xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
@@ -76,7 +77,7 @@ export const UploadPartCopy: Handler = async (ctx, { backend }) => {
   } finally {
     source.reader.release?.();
   }
-  return xmlResponse('CopyPartResult', { LastModified: xmlDate(part.lastModified), ETag: `"${part.etag}"`, ...partChecksumElements(part.checksum) });
+  return xmlResponse('CopyPartResult', { LastModified: xmlDate(part.lastModified), ETag: `"${part.etag}"`, ...partChecksumElements(part.checksum) }, 200, copySourceVersionHeader(source));
 };
 
 function parseParts(doc: Record<string, unknown>): CompletedPart[] {
@@ -115,7 +116,7 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
     Key: key,
     ETag: formatETag(info.etag, ctx.etagSuffix),
     ...checksumElements(info.checksum),
-  });
+  }, 200, madeVersionHeader(info));
 };
 
 export const AbortMultipartUpload: Handler = async (ctx, { backend }) => {

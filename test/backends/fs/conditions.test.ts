@@ -115,7 +115,7 @@ describe('DeleteObject', () => {
     const current = await prepare(state);
     const attempt = store.deleteObject('bkt', 'k', { condition });
     if (expected === 'write') {
-      expect(await attempt).toEqual(current);
+      expect((await attempt).replaced).toEqual(current);
       expect(await store.headObject('bkt', 'k')).toBeNull();
     } else {
       expect((await failure(attempt)).current).toEqual(current);

@@ -117,9 +117,9 @@ describe.each([
   it('returns null for a missing key and deletes idempotently', async () => {
     expect(await store.headObject('bkt', 'missing')).toBeNull();
     expect(await store.getObject('bkt', 'missing')).toBeNull();
-    expect(await store.deleteObject('bkt', 'missing', { condition: { type: 'none' } })).toBeNull();
+    expect((await store.deleteObject('bkt', 'missing', { condition: { type: 'none' } })).replaced).toBeNull();
     const put = await store.putObject('bkt', 'k', payloadOf('hello'), PUT_DEFAULTS);
-    expect(await store.deleteObject('bkt', 'k', { condition: { type: 'none' } })).toEqual(put);
+    expect((await store.deleteObject('bkt', 'k', { condition: { type: 'none' } })).replaced).toEqual(put);
     expect(await store.headObject('bkt', 'k')).toBeNull();
     await store.flushDeletes();
     expect(blobFiles(temp.dir)).toEqual([]);
