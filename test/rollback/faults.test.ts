@@ -14,6 +14,8 @@ import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
 import { checkChain, type AckedWrite } from '../helpers/history.js';
 import { raw } from '../helpers/raw.js';
+import { hasRedis, startRedis } from '../helpers/redis.js';
+import { need } from '../helpers/tools.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
 import { upstreamKindFromEnv } from '../helpers/upstream.js';
 import { agentPut, cliRollback, content, keysOf } from './helpers.js';
@@ -26,8 +28,8 @@ afterAll(async () => {
   for (const c of cleanup.reverse()) await c();
 });
 
-async function casketFor(args: string[]): Promise<{ casket: RunningCasket; admin: S3Client; alice: S3Client; person: S3Client; bucket: string }> {
-  const casket = await startCasket({ agents: ['alice'], keys: { person: {} }, args });
+async function casketFor(args: string[], env: Record<string, string> = {}): Promise<{ casket: RunningCasket; admin: S3Client; alice: S3Client; person: S3Client; bucket: string }> {
+  const casket = await startCasket({ agents: ['alice'], keys: { person: {} }, args, env });
   const admin = sdk(casket.url, casket.admin);
   const alice = sdk(casket.url, casket.agents.alice!, { agentHeader: 'alice' });
   const person = sdk(casket.url, casket.keys.person!);
@@ -164,5 +166,20 @@ describe('rollback under faults', () => {
     expect((await content(people, bucket, 'kept'))?.body.toString()).toBe('before');
     agent.destroy();
     people.destroy();
+  });
+
+  it.runIf(need('redis-server', hasRedis()))('with --state redis: the window is read from Redis\'s write log, the pre-images kept in Redis', async () => {
+    const redis = await startRedis();
+    cleanup.push(() => redis.stop());
+    // The Redis URL through the environment, as README advises (a URL may hold a password).
+    const { casket, alice, person, bucket } = await casketFor(['--state', 'redis', '--retain-max-size', '0', '--keep-pre-images', 'true'], { CASKET_REDIS_URL: redis.url });
+    for (const k of ['one', 'two']) await person.send(new PutObjectCommand({ Bucket: bucket, Key: k, Body: `before ${k}` }));
+    await agentPut(alice, bucket, 'one', 'alice, before the window');
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'two', 'alice, in the window');
+    const answer = await rollback(casket, { agent: 'alice', since, bucket });
+    expect(answer.restored).toMatchObject([{ key: 'two', action: 'put', source: 'pre-image' }]);
+    expect((await content(person, bucket, 'one'))?.body.toString()).toBe('alice, before the window');
+    expect((await content(person, bucket, 'two'))?.body.toString()).toBe('before two');
   });
 });
