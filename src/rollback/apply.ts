@@ -97,6 +97,10 @@ async function rollbackKey(services: Services, door: RollbackDoor, request: Roll
     return;
   }
   if (h.goal === null) {
+    if (await existedBefore(services, h)) {
+      answer.unrecoverable.push({ bucket, key, goalETag: null, reason: "the write log does not say which version the agent's first write replaced (an unconditional write under --guard observe or off); nothing written" });
+      return;
+    }
     if (!request.dryRun) {
       const reply = await door({ method: 'DELETE', bucket, key, headers: { 'if-match': quoted(h.agentLast)! } });
       if (!(await settled(services, door, request, h, reply, answer))) return;
@@ -116,6 +120,19 @@ async function rollbackKey(services: Services, door: RollbackDoor, request: Roll
     if (!(await settled(services, door, request, h, reply, answer))) return;
   }
   answer.restored.push({ bucket, key, action: 'put', from: quoted(h.agentLast), to: quoted(h.goal), source: goal.source });
+}
+
+/**
+ * A first write logged without the version it replaced is a creation — unless
+ * the log's entry before it made a version: then the agent overwrote
+ * something the log cannot name (its write had no condition, as --guard
+ * observe and off let through), and deleting the key would be a guess.
+ */
+async function existedBefore(services: Services, h: KeyHistory): Promise<boolean> {
+  const log = await services.state.listWriteLog({ bucket: h.bucket, key: h.key, until: h.first.at, limit: 1000 });
+  const at = log.findIndex((e) => sameEntry(e, h.first));
+  const prior = at >= 0 ? log[at + 1] : log.find((e) => e.at < h.first.at);
+  return prior?.newETag !== undefined;
 }
 
 /**

@@ -31,7 +31,8 @@ export interface KeyHistory {
   goal: string | null;
   /** The agent's last version in the window; null: its last write deleted the key. */
   agentLast: string | null;
-  /** The agent's last write-log entry for the key in the window. */
+  /** The agent's first and last write-log entries for the key in the window. */
+  first: WriteLogEntry;
   last: WriteLogEntry;
   /** How many writes the agent made to the key in the window. */
   writes: number;
@@ -154,7 +155,7 @@ export function keysWritten(entries: readonly WriteLogEntry[], request: Pick<Rol
     list.sort((a, b) => a.at.getTime() - b.at.getTime());
     const first = list[0]!;
     const last = list[list.length - 1]!;
-    out.push({ bucket: first.bucket, key: first.key, goal: first.previousETag ?? null, agentLast: last.newETag ?? null, last, writes: list.length });
+    out.push({ bucket: first.bucket, key: first.key, goal: first.previousETag ?? null, agentLast: last.newETag ?? null, first, last, writes: list.length });
   }
   return out.sort((a, b) => (a.bucket === b.bucket ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : a.bucket < b.bucket ? -1 : 1));
 }

@@ -168,6 +168,18 @@ describe('rollback under faults', () => {
     people.destroy();
   });
 
+  it('an overwrite the log cannot name the replaced version of (--guard off) is not taken for a creation: unrecoverable, not deleted', async () => {
+    const { casket, alice, person, bucket } = await casketFor(['--guard', 'off']);
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept', Body: 'a person wrote this' }));
+    const since = new Date().toISOString();
+    // No condition at all: under --guard off casket lets an agent write blind, and cannot log what it replaced.
+    await alice.send(new PutObjectCommand({ Bucket: bucket, Key: 'kept', Body: 'alice, blind' }));
+    const answer = await rollback(casket, { agent: 'alice', since, bucket });
+    expect(answer.unrecoverable).toMatchObject([{ key: 'kept', goalETag: null }]);
+    expect(answer.restored).toEqual([]);
+    expect((await content(person, bucket, 'kept'))?.body.toString()).toBe('alice, blind');
+  });
+
   it.runIf(need('redis-server', hasRedis()))('with --state redis: the window is read from Redis\'s write log, the pre-images kept in Redis', async () => {
     const redis = await startRedis();
     cleanup.push(() => redis.stop());
