@@ -24,18 +24,22 @@ export interface RollbackResponse {
   body: unknown;
 }
 
-export async function rollbackEndpoint(incoming: IncomingMessage | undefined, body: Buffer, services: Services, options: HandleOptions): Promise<RollbackResponse> {
+/** `readBody` is called only once the caller is known to be an admin and the body's declared length is small. */
+export async function rollbackEndpoint(incoming: IncomingMessage | undefined, readBody: () => Promise<ArrayBuffer>, services: Services, options: HandleOptions): Promise<RollbackResponse> {
   try {
     if (!incoming) throw new Error('the rollback endpoint needs a socket');
     const req = signedRequestFromNode(incoming.method ?? 'POST', incoming.url ?? ROLLBACK_PATH, incoming.rawHeaders);
     const auth = verifySigV4(req, options.lookup);
     if (!auth) throw new S3Error('AccessDenied', 'Sign rollback requests with an admin access key.');
     if (!auth.credential.admin) throw new S3Error('AccessDenied', 'Rollback needs an admin access key.');
+    const length = req.headers['content-length'];
+    if (length === undefined) throw new S3Error('MissingContentLength', 'Send the rollback request with a Content-Length.');
+    if (!/^\d+$/.test(length) || Number(length) > MAX_BODY) throw new S3Error('InvalidRequest', 'The rollback request is too large.');
+    const body = Buffer.from(await readBody());
     // The signature covers the payload hash, not the body: the body must be what was signed.
     if (auth.declaredSha256 === undefined || auth.declaredSha256 !== createHash('sha256').update(body).digest('hex')) {
       throw new S3Error('XAmzContentSHA256Mismatch', 'Sign the rollback request with the SHA-256 of its body as x-amz-content-sha256.');
     }
-    if (body.length > MAX_BODY) throw new S3Error('InvalidRequest', 'The rollback request is too large.');
     const request = parseRollbackRequest(body);
     const answer = await runRollback(services, options, auth.credential, request);
     services.log.info({ agent: answer.agent, by: auth.credential.accessKeyId, dryRun: answer.dryRun, restored: answer.restored.length, conflicts: answer.conflicts.length, unrecoverable: answer.unrecoverable.length, unchanged: answer.unchanged.length }, 'rollback');

@@ -18,7 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { raw } from '../helpers/raw.js';
+import { raw, sha256hex } from '../helpers/raw.js';
 import { agentDelete, agentMultipartCreate, agentPut, cliRollback, content, keysOf } from './helpers.js';
 
 const bucket = `rollback-${randomBytes(3).toString('hex')}`;
@@ -207,5 +207,20 @@ describe('rollback of one agent', () => {
     const run = await cliRollback(casket, ['--agent', 'alice', '--since', since], casket.keys.person!);
     expect(run.code).toBe(1);
     expect(run.stderr).toContain('AccessDenied');
+  });
+
+  it('a bad request gets a clear error and writes nothing: a body other than the one signed, a missing field, a bad time', async () => {
+    const post = (body: string, payloadHash?: string) =>
+      raw(casket.url, casket.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body, ...(payloadHash && { payloadHash }) });
+    const signedOther = await post(JSON.stringify({ agent: 'rollback:rollback:alice', since }), sha256hex(JSON.stringify({ agent: 'nobody', since })));
+    expect(signedOther.status).toBe(400);
+    expect(JSON.parse(signedOther.body)).toMatchObject({ error: 'XAmzContentSHA256Mismatch' });
+    expect(JSON.parse((await post(JSON.stringify({ since }))).body)).toMatchObject({ error: 'InvalidArgument' });
+    const usage = await cliRollback(casket, ['--agent', 'alice', '--since', 'yesterday']);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toContain('ISO 8601');
+    // Nothing was written: the keys are as the rollback of the rollback left them.
+    const log = await raw(casket.url, casket.admin, { method: 'GET', path: `/_casket/writes?agent=${encodeURIComponent('rollback:rollback:rollback:alice')}` });
+    expect(JSON.parse(log.body)).toEqual({ writes: [] });
   });
 });
