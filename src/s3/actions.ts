@@ -13,9 +13,12 @@
  * A Record over the closed Operation union: a new operation without its
  * action does not compile.
  *
- * Known gaps: the s3:delimiter / s3:max-keys condition keys are not supplied;
- * version-specific actions (s3:GetObjectVersion...) are never asked, as casket
- * buckets are unversioned.
+ * - a request that names a version (`?versionId=`, a copy source's
+ *   `?versionId=`, a DeleteObjects `<VersionId>`) needs the version action:
+ *   s3:GetObjectVersion, s3:DeleteObjectVersion,
+ *   s3:GetObjectVersionAttributes (API_GetObject, API_DeleteObject
+ *   "Permissions"; docs/design.md §10).
+ * Known gaps: the s3:delimiter / s3:max-keys condition keys are not supplied.
  */
 import type { Access } from '../auth/policy.js';
 import { S3_ARN } from '../auth/policy.js';
@@ -39,9 +42,11 @@ const copy = (r: ActionRequest): Access[] => {
   const source = parseCopySource(r.headers);
   return [
     { action: 's3:PutObject', resource: objectArn(r) },
-    { action: 's3:GetObject', resource: `${S3_ARN}${source.bucket}/${source.key}` },
+    { action: source.versionId !== undefined ? 's3:GetObjectVersion' : 's3:GetObject', resource: `${S3_ARN}${source.bucket}/${source.key}` },
   ];
 };
+/** The action, or its version form when the request names a version. */
+const onObjectVersion = (action: string, versionAction: string) => (r: ActionRequest): Access[] => [{ action: r.query.has('versionId') ? versionAction : action, resource: objectArn(r) }];
 
 /**
  * Unmodeled sub-resources: the action per method. Bucket and object forms of
@@ -117,12 +122,12 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   ListMultipartUploads: onBucket('s3:ListBucketMultipartUploads'),
   // Per key, in the handler: each refused key is an <Error> of its own.
   DeleteObjects: () => [],
-  GetObject: onObject('s3:GetObject'),
-  HeadObject: onObject('s3:GetObject'),
-  GetObjectAttributes: onObject('s3:GetObjectAttributes'),
+  GetObject: onObjectVersion('s3:GetObject', 's3:GetObjectVersion'),
+  HeadObject: onObjectVersion('s3:GetObject', 's3:GetObjectVersion'),
+  GetObjectAttributes: onObjectVersion('s3:GetObjectAttributes', 's3:GetObjectVersionAttributes'),
   PutObject: onObject('s3:PutObject'),
   CopyObject: copy,
-  DeleteObject: onObject('s3:DeleteObject'),
+  DeleteObject: onObjectVersion('s3:DeleteObject', 's3:DeleteObjectVersion'),
   GetObjectAcl: onObject('s3:GetObjectAcl'),
   PutObjectAcl: onObject('s3:PutObjectAcl'),
   CreateMultipartUpload: onObject('s3:PutObject'),

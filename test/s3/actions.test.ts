@@ -27,6 +27,13 @@ describe('requiredAccess', () => {
     ['DeleteObject', req('DeleteObject', 'DELETE', 'b', 'k/x'), [['s3:DeleteObject', object]]],
     ['CopyObject writes the destination, reads the source', req('CopyObject', 'PUT', 'b', 'k/x', '', { 'x-amz-copy-source': '/src/a%20b' }), [['s3:PutObject', object], ['s3:GetObject', 'arn:aws:s3:::src/a b']]],
     ['UploadPartCopy too', req('UploadPartCopy', 'PUT', 'b', 'k/x', 'uploadId=u&partNumber=1', { 'x-amz-copy-source': 'src/a' }), [['s3:PutObject', object], ['s3:GetObject', 'arn:aws:s3:::src/a']]],
+    // A request naming a version needs the version action (API_GetObject, API_DeleteObject "Permissions").
+    ['GetObject of a version', req('GetObject', 'GET', 'b', 'k/x', 'versionId=v1'), [['s3:GetObjectVersion', object]]],
+    ['HeadObject of a version', req('HeadObject', 'HEAD', 'b', 'k/x', 'versionId=null'), [['s3:GetObjectVersion', object]]],
+    ['DeleteObject of a version', req('DeleteObject', 'DELETE', 'b', 'k/x', 'versionId=v1'), [['s3:DeleteObjectVersion', object]]],
+    ['GetObjectAttributes of a version', req('GetObjectAttributes', 'GET', 'b', 'k/x', 'attributes&versionId=v1'), [['s3:GetObjectVersionAttributes', object]]],
+    ['CopyObject of a version', req('CopyObject', 'PUT', 'b', 'k/x', '', { 'x-amz-copy-source': 'src/a?versionId=v1' }), [['s3:PutObject', object], ['s3:GetObjectVersion', 'arn:aws:s3:::src/a']]],
+    ['PutBucketVersioning', req('PutBucketVersioning', 'PUT', 'b', undefined, 'versioning'), [['s3:PutBucketVersioning', bucket]]],
     ['CreateMultipartUpload', req('CreateMultipartUpload', 'POST', 'b', 'k/x', 'uploads'), [['s3:PutObject', object]]],
     ['UploadPart', req('UploadPart', 'PUT', 'b', 'k/x', 'uploadId=u&partNumber=1'), [['s3:PutObject', object]]],
     ['CompleteMultipartUpload', req('CompleteMultipartUpload', 'POST', 'b', 'k/x', 'uploadId=u'), [['s3:PutObject', object]]],

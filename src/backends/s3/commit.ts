@@ -46,7 +46,8 @@ export class Committer {
 
   constructor(
     private readonly versions: Versions,
-    private readonly capabilities: () => Promise<Capabilities>,
+    /** What the upstream enforces in this bucket (nothing, in a versioned one: bucket-versioning.ts). */
+    private readonly capabilities: (bucket: string) => Promise<Capabilities>,
     /** Several casket processes share this upstream (see the file comment). */
     private readonly replicas: boolean,
   ) {}
@@ -72,7 +73,7 @@ export class Committer {
     const { condition } = options;
     // A size / modification-time condition (conditional deletes) is one on the version itself.
     const pinned = hasVersionCondition(condition);
-    const caps = condition.type === 'none' && !pinned ? NOTHING_ENFORCED : await this.capabilities().catch(() => NOTHING_ENFORCED);
+    const caps = condition.type === 'none' && !pinned ? NOTHING_ENFORCED : await this.capabilities(bucket).catch(() => NOTHING_ENFORCED);
     const byUpstream = this.enforced(caps, kind, condition);
     if (!byUpstream && this.replicas) {
       const header = conditionName(condition);
@@ -131,9 +132,9 @@ export class Committer {
    * the key's lock exclusively: its body must then be received before the
    * commit starts (objects.ts), so the lock never waits on a client.
    */
-  async checksItself(kind: WriteKind, condition: CommitCondition): Promise<boolean> {
+  async checksItself(bucket: string, kind: WriteKind, condition: CommitCondition): Promise<boolean> {
     if (condition.type === 'none') return false;
-    return !this.enforced(await this.capabilities().catch(() => NOTHING_ENFORCED), kind, condition);
+    return !this.enforced(await this.capabilities(bucket).catch(() => NOTHING_ENFORCED), kind, condition);
   }
 
   /** Whether the upstream enforces this condition on this operation itself. */

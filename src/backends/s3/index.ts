@@ -15,6 +15,7 @@
  *   commit.ts        every write's atomic commit under its CommitCondition
  *   versions.ts      the current version of a key (HEAD), and the last one seen
  *   version-reads.ts S3 versioning passed through: ?versionId reads, ListObjectVersions
+ *   bucket-versioning.ts which buckets are versioned (their conditions are casket's to check)
  *   etags.ts         casket's SHA-256 ETag for an upstream version (metadata, index, computed)
  *   capabilities.ts  which conditions the upstream enforces (probed at start)
  *   spool.ts         bodies received whole before they go upstream
@@ -62,6 +63,8 @@ import { Objects } from './objects.js';
 import { Spool } from './spool.js';
 import { Versions } from './versions.js';
 import { VersionReads } from './version-reads.js';
+import { BucketVersioning } from './bucket-versioning.js';
+import { NOTHING_ENFORCED } from './capabilities.js';
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
 export { forwardUpstream };
@@ -105,6 +108,7 @@ export class S3Backend implements Backend {
   private readonly etags: ETagResolver;
   private readonly versions: Versions;
   private readonly versionReads: VersionReads;
+  private readonly bucketVersioning: BucketVersioning;
   private probe: Promise<Capabilities> | undefined;
 
   constructor(private readonly options: S3BackendOptions) {
@@ -123,7 +127,9 @@ export class S3Backend implements Backend {
     this.etags = new ETagResolver(this.client, options.state, async () => (await capabilities()).ifMatchPut);
     this.versions = new Versions(this.client, this.etags);
     this.versionReads = new VersionReads(this.client, this.etags);
-    const committer = new Committer(this.versions, capabilities, options.replicas ?? false);
+    this.bucketVersioning = new BucketVersioning(this.client);
+    // A versioned bucket is trusted with no condition (bucket-versioning.ts).
+    const committer = new Committer(this.versions, async (bucket) => ((await this.bucketVersioning.isVersioned(bucket)) ? NOTHING_ENFORCED : capabilities()), options.replicas ?? false);
     this.objects = new Objects(this.client, this.spool, this.etags, this.versions, committer, capabilities);
     this.multipart = new Multipart(this.client, options.state, this.spool, this.etags, this.versions, committer);
     if (options.capabilities) this.probe = Promise.resolve(options.capabilities);
@@ -155,8 +161,10 @@ export class S3Backend implements Backend {
     return buckets.listBuckets(this.client);
   }
 
-  createBucket(bucket: string): Promise<'created' | 'exists'> {
-    return buckets.createBucket(this.client, this.options.region, bucket);
+  async createBucket(bucket: string): Promise<'created' | 'exists'> {
+    const outcome = await buckets.createBucket(this.client, this.options.region, bucket);
+    if (outcome === 'created') this.bucketVersioning.created(bucket);
+    return outcome;
   }
 
   headBucket(bucket: string): Promise<BucketInfo> {
@@ -164,6 +172,7 @@ export class S3Backend implements Backend {
   }
 
   deleteBucket(bucket: string): Promise<void> {
+    this.bucketVersioning.forget(bucket);
     return buckets.deleteBucket(this.client, bucket, (uploadId) => this.options.state.deletePartDigests(uploadId).catch(() => {}));
   }
 
@@ -222,7 +231,9 @@ export class S3Backend implements Backend {
   }
 
   /** Operations casket does not model go upstream as they are, re-signed (s3/operations/unmodeled.ts). */
-  forward(request: ForwardRequest): Promise<ForwardResponse> {
+  async forward(request: ForwardRequest): Promise<ForwardResponse> {
+    // Learnt before it is sent: a write racing the change is then checked by casket, the safe side.
+    if (request.method === 'PUT' && request.key === undefined && 'versioning' in request.query) this.bucketVersioning.learned(request.bucket);
     return forwardUpstream(this.client, request);
   }
 

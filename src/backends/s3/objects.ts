@@ -114,7 +114,7 @@ export class Objects {
     // write's probe commit (nothing can hold): it needs the body's SHA-256
     // for the 412, and no upstream request is ever made for it.
     const large = length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT;
-    if (large && (known || !isProbe(options.condition)) && !(await this.committer.checksItself('PutObject', options.condition))) {
+    if (large && (known || !isProbe(options.condition)) && !(await this.committer.checksItself(bucket, 'PutObject', options.condition))) {
       return known ? this.putDeclared(bucket, key, payload, options, declared, length) : this.putStreamed(bucket, key, payload, options, length);
     }
     const spooled = await this.spool.receive(payload);

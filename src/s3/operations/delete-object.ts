@@ -128,7 +128,7 @@ export const DeleteObjects: Handler = async (ctx, services) => {
     const version = entry.versionId !== undefined ? { VersionId: entry.versionId } : {};
     try {
       // Policies (docs/design.md §7) per key: a refused key is an <Error> of its own, the others go on.
-      ctx.access.authorize({ action: 's3:DeleteObject', resource: objectResource(bucket, entry.key) });
+      ctx.access.authorize({ action: entry.versionId !== undefined ? 's3:DeleteObjectVersion' : 's3:DeleteObject', resource: objectResource(bucket, entry.key) });
       const result = await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects', entry.versionId);
       // API_DeletedObject: DeleteMarker and DeleteMarkerVersionId name a marker made or removed.
       const marker = result.deleteMarker ? { DeleteMarker: true, ...(result.versionId !== undefined && { DeleteMarkerVersionId: result.versionId }) } : {};

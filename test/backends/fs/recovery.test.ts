@@ -207,4 +207,70 @@ describe('kill -9', () => {
     expect(killedMidWrite).toBeGreaterThan(0);
     expect(orphansRemoved).toBeGreaterThan(0);
   }, 60_000);
+
+  it('keeps every version a versioned bucket acknowledged, each whole, and no version nobody wrote (docs/design.md §10)', async () => {
+    const fixture = resolve('test/backends/fs/fixtures/crash-writer.mjs');
+    /** Per key: ETags the child began writing, and those it was told were committed. */
+    const begun = new Map<string, Set<string>>();
+    const done = new Map<string, Set<string>>();
+    const note = (map: Map<string, Set<string>>, key: string, etag: string) => map.set(key, (map.get(key) ?? new Set()).add(etag));
+    let killedMidWrite = 0;
+    for (let round = 0; round < 3; round++) {
+      const child = spawn(process.execPath, [fixture, modulePath, temp.dir, String(round), 'versioned'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+      const lines = createInterface({ input: child.stdout! });
+      const allRead = new Promise<void>((resolve) => lines.once('close', () => resolve()));
+      const pending = new Map<string, number>();
+      let count = 0;
+      await new Promise<void>((resolve, reject) => {
+        child.once('exit', () => reject(new Error('child exited before it was killed')));
+        lines.on('line', (line) => {
+          const [event, key, etag] = line.split(' ');
+          if (key === undefined || etag === undefined || etag === '-') return;
+          const id = `${key} ${etag}`;
+          if (event === 'begin') (note(begun, key, etag), pending.set(id, (pending.get(id) ?? 0) + 1));
+          if (event === 'done') (note(done, key, etag), pending.set(id, pending.get(id)! - 1));
+          if (event === 'done' && ++count === 12 + round * 4) setTimeout(() => {
+            child.kill('SIGKILL');
+            resolve();
+          }, round * 5);
+        });
+      });
+      expect(await exited).toBe('SIGKILL');
+      await allRead;
+      killedMidWrite += [...pending.values()].filter((n) => n > 0).length;
+
+      const store = openFsBackend({ dataDir: temp.dir, minPartSize: 1 });
+      try {
+        expect(store.recovery.missingBlobs).toBe(0);
+        const listed = (await store.listObjectVersions('crash', { prefix: '', maxKeys: 1000 }))!;
+        expect(listed.isTruncated).toBe(false);
+        const held = new Map<string, string[]>();
+        for (const entry of listed.entries) {
+          if (!entry.info) continue;
+          // Each version reads back whole, its bytes matching its ETag.
+          const reader = (await store.getObject('crash', entry.key, entry.versionId))!;
+          const body = await readAll(reader.open());
+          expect(body.length).toBe(entry.info.size);
+          const parts = entry.info.partSizes;
+          if (parts) {
+            let offset = 0;
+            expect(multipartETag(parts.map((size) => createHash('sha256').update(body.subarray(offset, (offset += size))).digest()))).toBe(entry.info.etag);
+          } else expect(createHash('sha256').update(body).digest('hex')).toBe(entry.info.etag);
+          held.set(entry.key, [...(held.get(entry.key) ?? []), entry.info.etag]);
+        }
+        for (const [key, etags] of held) {
+          // Nothing invented: every version is one the child wrote.
+          for (const etag of etags) expect(begun.get(key), `${key} holds ${etag}`).toContain(etag);
+          // One IsLatest per key.
+          expect(listed.entries.filter((e) => e.key === key && e.isLatest)).toHaveLength(1);
+        }
+        // Nothing acknowledged is lost: every committed write is still a version of its key.
+        for (const [key, etags] of done) for (const etag of etags) expect(held.get(key), `${key} lost ${etag}`).toContain(etag);
+      } finally {
+        await store.close();
+      }
+    }
+    expect(killedMidWrite).toBeGreaterThan(0);
+  }, 60_000);
 });

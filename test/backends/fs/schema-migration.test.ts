@@ -40,3 +40,29 @@ it('opens a version-1 data dir: objects and uploads survive, new writes store ch
     await store.close();
   }
 });
+
+it('opens a data dir made before versioning: its objects become their null versions (docs/design.md §10)', async () => {
+  const db = openSqlite(join(temp.dir, 'casket.db'));
+  db.exec(readFileSync(resolve(import.meta.dirname, 'fixtures/schema-v1.sql'), 'utf8'));
+  db.pragma('user_version = 1');
+  db.prepare('INSERT INTO buckets (name, created) VALUES (?, ?)').run('old', 1_700_000_000_000);
+  db.prepare("INSERT INTO objects (bucket, key, etag, size, last_modified, writer, headers, metadata, part_sizes, blobs, body) VALUES ('old', 'k', 'e', 5, 1700000000000, 'ana', NULL, NULL, NULL, NULL, ?)").run(Buffer.from('hello'));
+  db.close();
+
+  const store = openFsBackend({ dataDir: temp.dir, fsync: false, minPartSize: 1 });
+  try {
+    // Unversioned still: no version id shows.
+    expect((await store.headObject('old', 'k'))?.versionId).toBeUndefined();
+    await store.putBucketVersioning('old', 'Enabled');
+    expect(await store.headObject('old', 'k', 'null')).toMatchObject({ etag: 'e', versionId: 'null', writer: 'ana' });
+    const next = await store.putObject('old', 'k', payloadOf('world'), PUT_DEFAULTS);
+    const listed = (await store.listObjectVersions('old', { prefix: '', maxKeys: 10 }))!;
+    expect(listed.entries.map((e) => [e.versionId, e.info?.etag, e.isLatest])).toEqual([
+      [next.versionId, next.etag, true],
+      ['null', 'e', false],
+    ]);
+    expect((await readAll((await store.getObject('old', 'k', 'null'))!.open())).toString()).toBe('hello');
+  } finally {
+    await store.close();
+  }
+});
