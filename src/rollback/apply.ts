@@ -28,6 +28,9 @@ import { goalContent } from './sources.js';
 /** The most write-log entries one rollback reads (the log keeps at most --state-max-entries). */
 const MAX_ENTRIES = 1_000_000;
 
+/** Retries of a read the backend failed (5xx). */
+const READ_RETRIES = 2;
+
 /** The least of the current version held for a conflict's diff, when retention keeps less. */
 const CURRENT_KEEP_BYTES = 1024 * 1024;
 
@@ -73,7 +76,9 @@ export async function runRollback(services: Services, options: HandleOptions, ad
 async function readCurrent(services: Services, door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
   // Held in memory only as much as a conflict's diff may use (the same bound as /_casket/diff's versions).
   const keep = Math.max(services.retainer?.maxObjectSize ?? 0, services.preImages?.maxObjectSize ?? 0, CURRENT_KEEP_BYTES);
-  const reply = await door({ method: 'GET', bucket, key }, { stamp, keep });
+  // A read is idempotent: retried as SDKs retry one, when the backend fails it (moto answers an occasional GET racing a PUT with 500).
+  let reply = await door({ method: 'GET', bucket, key }, { stamp, keep });
+  for (let retry = 0; retry < READ_RETRIES && reply.status >= 500; retry++) reply = await door({ method: 'GET', bucket, key }, { stamp, keep });
   if (reply.status === 404 && reply.code === 'NoSuchKey') return { etag: null, content: null };
   if (reply.status !== 200 || reply.headers.etag === undefined) return { failed: reply.code ?? `HTTP ${reply.status}` };
   return { etag: unquoteETag(reply.headers.etag), content: reply.body };
