@@ -30,6 +30,7 @@ function version(): string {
 const USAGE = `casket — an S3 proxy that gives every S3 client compare-and-swap
 
 usage: casket [options]
+       casket mcp … | casket rollback …   (each with --help)
        casket --version | --help
 
 ${OPTIONS.map((o) => `  ${o.flag.padEnd(24)} ${o.help}\n  ${''.padEnd(24)} env ${o.env}`).join('\n')}
@@ -68,6 +69,13 @@ async function main(): Promise<void> {
     const { mcpCommand, MCP_USAGE } = await import('./mcp/command.js');
     if (argv.includes('--help') || argv.includes('-h')) process.stdout.write(MCP_USAGE);
     else await mcpCommand(argv.slice(1), process.env, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+    return;
+  }
+  if (argv[0] === 'rollback') {
+    // Undo one agent's writes (src/rollback/command.ts): a client of a running casket, like `casket mcp`.
+    const { rollbackCommand, ROLLBACK_USAGE } = await import('./rollback/command.js');
+    if (argv.includes('--help') || argv.includes('-h')) process.stdout.write(ROLLBACK_USAGE);
+    else process.exitCode = await rollbackCommand(argv.slice(1), process.env, { stdout: process.stdout, stderr: process.stderr });
     return;
   }
   if (argv.includes('--help') || argv.includes('-h')) {

@@ -64,6 +64,15 @@ export interface Config {
   mcpMaxFileBytes: number;
   /** Webhook targets (docs/design.md §9): a JSON file, reloaded on SIGHUP and when it changes (events/notifications.ts). */
   notificationsFile?: string;
+  /**
+   * Rollback on unversioned buckets (docs/design.md §10): keep the version an
+   * agent's overwrite or delete replaces, before the commit — objects up to
+   * preImageMaxSize bytes, preImageBytes in all, for preImageTtlSeconds. Off by default.
+   */
+  keepPreImages: boolean;
+  preImageMaxSize: number;
+  preImageBytes: number;
+  preImageTtlSeconds: number;
 }
 
 interface Option {
@@ -82,7 +91,7 @@ type RawConfig = Record<
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout'
-  | 'notifications',
+  | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl',
   string | undefined
 >;
 
@@ -126,6 +135,10 @@ export const OPTIONS: Option[] = [
   { flag: '--mcp-allowed-origins', env: 'CASKET_MCP_ALLOWED_ORIGINS', key: 'mcpAllowedOrigins', help: 'comma-separated browser origins (https://host[:port]) that may call /_casket/mcp besides loopback ones (default: none)' },
   { flag: '--mcp-max-file-bytes', env: 'CASKET_MCP_MAX_FILE_BYTES', key: 'mcpMaxFileBytes', help: 'largest file the MCP text tools read or write, bytes (default 4194304)' },
   { flag: '--notifications', env: 'CASKET_NOTIFICATIONS', key: 'notifications', help: 'JSON file of webhook targets that get each event record (reloaded on SIGHUP and when it changes)' },
+  { flag: '--keep-pre-images', env: 'CASKET_KEEP_PRE_IMAGES', key: 'keepPreImages', help: 'true | false (default): keep the version each agent overwrite or delete replaces, so `casket rollback` can restore it without bucket versioning' },
+  { flag: '--pre-image-max-size', env: 'CASKET_PRE_IMAGE_MAX_SIZE', key: 'preImageMaxSize', help: 'largest object whose pre-image is kept, bytes (default 1048576)' },
+  { flag: '--pre-image-bytes', env: 'CASKET_PRE_IMAGE_BYTES', key: 'preImageBytes', help: 'bytes of pre-images kept in all, oldest evicted first (default 1073741824)' },
+  { flag: '--pre-image-ttl', env: 'CASKET_PRE_IMAGE_TTL', key: 'preImageTtl', help: 'seconds a pre-image is kept (default 604800)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -301,6 +314,10 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     mcpAllowedOrigins: (raw.mcpAllowedOrigins ?? '').split(',').map((o) => o.trim().replace(/\/$/, '')).filter((o) => o !== ''),
     mcpMaxFileBytes: integer('--mcp-max-file-bytes', raw.mcpMaxFileBytes, 4 * 1024 * 1024, 1),
     ...(raw.notifications !== undefined && { notificationsFile: raw.notifications }),
+    keepPreImages: oneOf('--keep-pre-images', raw.keepPreImages, ['true', 'false'] as const, 'false') === 'true',
+    preImageMaxSize: integer('--pre-image-max-size', raw.preImageMaxSize, 1024 * 1024, 1),
+    preImageBytes: integer('--pre-image-bytes', raw.preImageBytes, 1024 * 1024 * 1024, 1),
+    preImageTtlSeconds: integer('--pre-image-ttl', raw.preImageTtl, 7 * 24 * 3600, 1),
   };
 }
 

@@ -61,6 +61,7 @@ import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
 import { consoleApp, sessionCredential } from './console/routes.js';
+import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -176,6 +177,13 @@ function refusalNotice(refusal: Refusal, context: RefusalContext): WriteNotice {
   };
 }
 
+/** Pre-images of agent writes for rollback (--keep-pre-images): retention with their own budget and age. */
+async function createPreImages(config: Config): Promise<Retention> {
+  const limits = { maxBytes: config.preImageBytes, ttlMs: config.preImageTtlSeconds * 1000 };
+  if (config.state === 'redis') return RedisRetention.connect(config.redis!.target, limits, { prefix: 'casket:pre-images:' });
+  return new FileRetention(join(config.dataDir, 'pre-images'), limits);
+}
+
 /** `casket:<first path segment>`, e.g. /_casket/agents/bob/changes → casket:agents-changes. */
 function casketOperation(path: string): string {
   const parts = path.split('/').slice(2);
@@ -230,10 +238,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
     },
   });
   const retention = config.retainMaxSize > 0 ? await createRetention(config) : undefined;
+  const preImages = config.keepPreImages ? await createPreImages(config) : undefined;
   if (retention) metrics.retainedBytes = () => retention.bytes();
   const services: Services = {
     backend, guard, state, region: config.region, log,
     ...(retention && { retainer: new Retainer(retention, config.retainMaxSize, log) }),
+    ...(preImages && { preImages: new Retainer(preImages, config.preImageMaxSize, log) }),
     diffMaxBytes: config.diffMaxBytes,
     events,
   };
@@ -328,6 +338,11 @@ export async function startCasket(config: Config, credentials: Credential[], log
     const text = typeof res.body === 'string';
     return c.body(text ? (res.body as string) : JSON.stringify(res.body), res.status as 200, { 'content-type': text ? (res.contentType ?? 'text/plain; charset=utf-8') : 'application/json', ...res.headers });
   };
+  // Rollback of one agent's writes (docs/design.md §10): src/rollback/endpoint.ts.
+  app.post(ROLLBACK_PATH, async (c) => {
+    const res = await rollbackEndpoint(c.env?.incoming, () => c.req.arrayBuffer(), services, options);
+    return c.json(res.body, res.status as 200);
+  });
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
   app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
@@ -449,6 +464,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
         await state.close();
         await retention?.close();
         await eventLog.close();
+        await preImages?.close();
       })();
       return backendClosed;
     },

@@ -52,6 +52,8 @@ export interface Services {
   log: Pick<Logger, 'error' | 'warn' | 'info'>;
   /** The versions agents saw, for diffs and merges (docs/design.md §6); absent: nothing is kept. */
   retainer?: Retainer;
+  /** Pre-images of agent overwrites and deletes, for rollback (--keep-pre-images, s3/pre-image.ts); absent: off. */
+  preImages?: Retainer;
   /** Largest diff /_casket/diff serves (--diff-max-bytes). */
   diffMaxBytes?: number;
   /** Where committed writes are told, for the event stream and webhooks (src/events/); absent: nobody listens. */

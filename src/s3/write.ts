@@ -13,6 +13,7 @@ import type { WritePermit } from '../guard/guard.js';
 import { parseETagList } from '../vocabulary/etag.js';
 import { canonicalQuery } from '../vocabulary/url-encoding.js';
 import type { RequestContext, Services, WriteNotice } from './context.js';
+import { keepPreImage } from './pre-image.js';
 
 export function writeConditionsFrom(headers: Record<string, string>): WriteConditions {
   const c: WriteConditions = {};
@@ -159,6 +160,8 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
     refusal = e;
     permit = { condition: NOTHING_HOLDS };
   }
+  // The version an agent's write replaces, kept before the commit for rollback (--keep-pre-images).
+  if (!refusal && w.services.preImages && w.ctx.agent !== undefined && !createOnly(permit)) await keepPreImage(w.services, w.bucket, w.key);
   let result: T;
   try {
     result = await w.commit(permit);
@@ -231,6 +234,12 @@ function identicalUpFront<T>(r: Refusal, w: GuardedWrite<T>): Refusal {
   if (!VERSION_REFUSALS.has(r.reason) && r.reason !== 'no-such-key') return r;
   const attempted = w.deletes ? null : w.declaredSha256;
   return attempted !== undefined && attempted === (r.current?.etag ?? null) ? r.with(r.current, { identical: true }) : r;
+}
+
+/** A create-only write (If-None-Match: *) replaces nothing: there is no pre-image to keep. */
+function createOnly(permit: WritePermit): boolean {
+  const c = permit.condition;
+  return c.type === 'if-none-match' && c.etags === undefined;
 }
 
 /**

@@ -4,7 +4,7 @@
  * every touch makes the first entry the least recently used one to evict.
  */
 import { fullStamp, mergeRead } from './read-coverage.js';
-import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery, inWindow, LOG_ORDER_SLACK_MS } from './types.js';
 
 const SEP = '\u0000';
 
@@ -86,8 +86,8 @@ export class MemoryStateStore implements StateStore {
     const start = q.before === undefined ? this.log.length - 1 : Math.min(Number(q.before) - first - 1, this.log.length - 1);
     for (let i = start; i >= 0 && out.length < q.limit; i--) {
       const e = this.log[i]!;
-      if (e.at.getTime() < cutoff) break;
-      if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.prefix === undefined || e.key.startsWith(q.prefix)) && (q.agent === undefined || e.agent === q.agent)) out.push({ ...e, cursor: String(first + i) });
+      if (e.at.getTime() < cutoff || (q.since !== undefined && e.at.getTime() < q.since.getTime() - LOG_ORDER_SLACK_MS)) break;
+      if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.prefix === undefined || e.key.startsWith(q.prefix)) && (q.agent === undefined || e.agent === q.agent) && inWindow(e, q)) out.push({ ...e, cursor: String(first + i) });
     }
     return out;
   }

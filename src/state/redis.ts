@@ -75,7 +75,7 @@ import { createHash } from 'node:crypto';
 import { type ChainableCommander, type Redis } from 'ioredis';
 import { closeRedis, confirmReplicated, openRedis, type RedisTarget, type Replication } from './redis-connection.js';
 import { SESSION_GRACE_MS, type SessionRecord } from './types.js';
-import type { PartDigest, ReadEvent, ReadStamp, StampEntry, StateLimits, StateStore, WriteLogEntry, WriteLogQuery } from './types.js';
+import { inWindow, LOG_ORDER_SLACK_MS, type PartDigest, type ReadEvent, type ReadStamp, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 /**
  * KEYS: stamp key, stamps zset, stamps counter, agent zset.
@@ -317,8 +317,8 @@ export class RedisStateStore implements StateStore {
           continue;
         }
         const e = JSON.parse(row) as StoredLogEntry;
-        if (e.at < cutoff) return out;
-        if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.prefix === undefined || e.key.startsWith(q.prefix)) && (q.agent === undefined || e.agent === q.agent)) {
+        if (e.at < cutoff || (q.since !== undefined && e.at < q.since.getTime() - LOG_ORDER_SLACK_MS)) return out;
+        if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.prefix === undefined || e.key.startsWith(q.prefix)) && (q.agent === undefined || e.agent === q.agent) && inWindow(e, q)) {
           out.push({ ...e, at: new Date(e.at), cursor: `${offset + i}.${logDigest(row)}` });
           if (out.length >= q.limit) return out;
         }

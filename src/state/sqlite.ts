@@ -242,6 +242,8 @@ export class SqliteStateStore implements StateStore {
     // substr, not LIKE: a key may hold % and _; SQLite counts characters, as the spread does.
     if (q.prefix !== undefined) (where.push('substr(key, 1, ?) = ?'), args.push([...q.prefix].length, q.prefix));
     if (q.before !== undefined) (where.push('id < ?'), args.push(Number(q.before)));
+    if (q.since !== undefined) (where.push('at >= ?'), args.push(q.since.getTime()));
+    if (q.until !== undefined) (where.push('at <= ?'), args.push(q.until.getTime()));
     const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT id, at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
     return rows.map((r) => ({
       at: new Date(r.at),

@@ -78,7 +78,24 @@ export interface WriteLogQuery {
    * entries this way, never loading them all).
    */
   before?: string;
+  /** Entries made at or after this instant (rollback's window, src/rollback/). */
+  since?: Date;
+  /** Entries made at or before this instant. */
+  until?: Date;
   limit: number;
+}
+
+/**
+ * Entries are appended in about the order they were made, not exactly (the
+ * time is taken when a write starts): a scan newest first may stop once it
+ * is this far before `since`.
+ */
+export const LOG_ORDER_SLACK_MS = 60_000;
+
+/** Whether an entry falls in a query's time window (memory and redis filter with it; sqlite in SQL). */
+export function inWindow(e: { at: Date | number }, q: Pick<WriteLogQuery, 'since' | 'until'>): boolean {
+  const at = typeof e.at === 'number' ? e.at : e.at.getTime();
+  return (q.since === undefined || at >= q.since.getTime()) && (q.until === undefined || at <= q.until.getTime());
 }
 
 export interface PartDigest {

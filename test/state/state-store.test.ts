@@ -432,6 +432,15 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await state.lastWrite('b1', 'x')).toStrictEqual(later);
     });
 
+    it('filters by a time window, both ends included (what a rollback reads: src/rollback/)', async () => {
+      const state = await logged();
+      const ops = async (q: Parameters<StateStore['listWriteLog']>[0]) => (await state.listWriteLog(q)).map((e) => e.at.getTime() - t0);
+      expect(await ops({ since: new Date(t0 + 1), until: new Date(t0 + 3), limit: 100 })).toEqual([3, 2, 1]);
+      expect(await ops({ agent: 'alice', since: new Date(t0 + 1), limit: 100 })).toEqual([4, 3]);
+      expect(await ops({ until: new Date(t0), limit: 100 })).toEqual([0]);
+      expect(await ops({ since: new Date(t0 + 5), limit: 100 })).toEqual([]);
+    });
+
     it('returns at most limit entries, the newest', async () => {
       const state = await logged();
       expect((await state.listWriteLog({ limit: 2 })).map((e) => e.operation)).toEqual(['DeleteObject', 'CompleteMultipartUpload']);

@@ -1,0 +1,184 @@
+/**
+ * Runs a rollback (docs/design.md §10), key by key:
+ *   - current version = goal → unchanged (so a rerun after a crash finishes
+ *     the job: keys already restored are left as they are);
+ *   - someone else wrote the key since the agent's last write (the current
+ *     version is not the agent's, or the write log's newest entry for the key
+ *     is not the agent's) → conflict, with the diff from the agent's version
+ *     to the current one; nothing written;
+ *   - goal bytes held nowhere (sources.ts) → unrecoverable; nothing written;
+ *   - otherwise one new write through the guarded path (door.ts): PutObject
+ *     of the goal with If-Match on the agent's last version (If-None-Match: *
+ *     when the agent deleted the key), or DeleteObject with If-Match when the
+ *     agent created it. A write that loses the compare-and-swap to a
+ *     concurrent writer is a conflict: the other writer's version stays.
+ * Each restore is one atomic write, so a crash between them leaves every key
+ * restored or untouched.
+ */
+import type { Credential } from '../auth/credentials.js';
+import { diffVersions, type Version } from '../changes/diff.js';
+import type { Services } from '../s3/context.js';
+import type { HandleOptions } from '../s3/handle.js';
+import type { WriteLogEntry } from '../state/types.js';
+import { formatETag, unquoteETag } from '../vocabulary/etag.js';
+import { openRollbackDoor, type RollbackDoor } from './door.js';
+import { keysWritten, rollbackAgent, type Conflict, type KeyHistory, type RollbackAnswer, type RollbackRequest } from './plan.js';
+import { goalContent } from './sources.js';
+
+/** The most write-log entries one rollback reads (the log keeps at most --state-max-entries). */
+const MAX_ENTRIES = 1_000_000;
+
+/** Retries of a read the backend failed (5xx). */
+const READ_RETRIES = 2;
+
+/** The least of the current version held for a conflict's diff, when retention keeps less. */
+const CURRENT_KEEP_BYTES = 1024 * 1024;
+
+const quoted = (etag: string | null) => (etag === null ? null : formatETag(etag, false));
+
+interface Current {
+  etag: string | null;
+  /** null: deleted; undefined: larger than a diff is made of (not held in memory). */
+  content: Buffer | null | undefined;
+}
+
+/** The same write-log entry (a store hands back copies). */
+function sameEntry(a: WriteLogEntry, b: WriteLogEntry): boolean {
+  return a.at.getTime() === b.at.getTime() && a.agent === b.agent && a.newETag === b.newETag && a.previousETag === b.previousETag && a.operation === b.operation;
+}
+
+export async function runRollback(services: Services, options: HandleOptions, admin: Credential, request: RollbackRequest): Promise<RollbackAnswer> {
+  const writtenAs = rollbackAgent(request.agent);
+  const door = openRollbackDoor(services, options, admin, writtenAs);
+  const entries = await services.state.listWriteLog({
+    agent: request.agent,
+    since: request.since,
+    ...(request.until && { until: request.until }),
+    ...(request.bucket !== undefined && { bucket: request.bucket }),
+    limit: MAX_ENTRIES,
+  });
+  const answer: RollbackAnswer = {
+    agent: request.agent,
+    writtenAs,
+    since: request.since.toISOString(),
+    ...(request.until && { until: request.until.toISOString() }),
+    dryRun: request.dryRun,
+    restored: [],
+    conflicts: [],
+    unrecoverable: [],
+    unchanged: [],
+  };
+  for (const history of keysWritten(entries, request)) await rollbackKey(services, door, request, history, answer);
+  return answer;
+}
+
+/** The current version through casket; `stamp`: the read counts as the rollback agent's (it is about to write). */
+async function readCurrent(services: Services, door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
+  // Held in memory only as much as a conflict's diff may use (the same bound as /_casket/diff's versions).
+  const keep = Math.max(services.retainer?.maxObjectSize ?? 0, services.preImages?.maxObjectSize ?? 0, CURRENT_KEEP_BYTES);
+  // A read is idempotent: retried as SDKs retry one, when the backend fails it (moto answers an occasional GET racing a PUT with 500).
+  let reply = await door({ method: 'GET', bucket, key }, { stamp, keep });
+  for (let retry = 0; retry < READ_RETRIES && reply.status >= 500; retry++) reply = await door({ method: 'GET', bucket, key }, { stamp, keep });
+  if (reply.status === 404 && reply.code === 'NoSuchKey') return { etag: null, content: null };
+  if (reply.status !== 200 || reply.headers.etag === undefined) return { failed: reply.code ?? `HTTP ${reply.status}` };
+  return { etag: unquoteETag(reply.headers.etag), content: reply.body };
+}
+
+async function rollbackKey(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, answer: RollbackAnswer): Promise<void> {
+  const { bucket, key } = h;
+  const current = await readCurrent(services, door, bucket, key, !request.dryRun);
+  if ('failed' in current) {
+    answer.unrecoverable.push({ bucket, key, goalETag: quoted(h.goal), reason: `the current version could not be read (${current.failed}); nothing written` });
+    return;
+  }
+  if (current.etag === h.goal) {
+    answer.unchanged.push({ bucket, key, etag: quoted(h.goal) });
+    return;
+  }
+  const newest = await services.state.lastWrite(bucket, key).catch(() => undefined);
+  // When the log has forgotten the key's writes, the compare-and-swap alone decides.
+  if (current.etag !== h.agentLast || (newest !== undefined && !sameEntry(newest, h.last))) {
+    answer.conflicts.push(await conflict(services, request.agent, h, current, newest));
+    return;
+  }
+  if (h.goal === null) {
+    if (await existedBefore(services, h)) {
+      answer.unrecoverable.push({ bucket, key, goalETag: null, reason: "the write log does not say which version the agent's first write replaced (an unconditional write under --guard observe or off); nothing written" });
+      return;
+    }
+    if (!request.dryRun) {
+      const reply = await door({ method: 'DELETE', bucket, key, headers: { 'if-match': quoted(h.agentLast)! } });
+      if (!(await settled(services, door, request, h, reply, answer))) return;
+    }
+    answer.restored.push({ bucket, key, action: 'delete', from: quoted(h.agentLast), to: null });
+    return;
+  }
+  const goal = await goalContent(services, door, bucket, key, h.goal);
+  if (!goal) {
+    const why = /-\d+$/.test(h.goal) ? 'a multipart version, and the bucket keeps no version of it' : 'neither retained, kept as a pre-image (--keep-pre-images), nor a version of the bucket';
+    answer.unrecoverable.push({ bucket, key, goalETag: quoted(h.goal), reason: `the version to restore is ${why}; nothing written` });
+    return;
+  }
+  if (!request.dryRun) {
+    const condition: Record<string, string> = h.agentLast === null ? { 'if-none-match': '*' } : { 'if-match': quoted(h.agentLast)! };
+    const reply = await door({ method: 'PUT', bucket, key, headers: condition, body: goal.content });
+    if (!(await settled(services, door, request, h, reply, answer))) return;
+  }
+  answer.restored.push({ bucket, key, action: 'put', from: quoted(h.agentLast), to: quoted(h.goal), source: goal.source });
+}
+
+/**
+ * A first write logged without the version it replaced is a creation — unless
+ * the log's entry before it made a version: then the agent overwrote
+ * something the log cannot name (its write had no condition, as --guard
+ * observe and off let through), and deleting the key would be a guess.
+ */
+async function existedBefore(services: Services, h: KeyHistory): Promise<boolean> {
+  const log = await services.state.listWriteLog({ bucket: h.bucket, key: h.key, until: h.first.at, limit: 1000 });
+  const at = log.findIndex((e) => sameEntry(e, h.first));
+  const prior = at >= 0 ? log[at + 1] : log.find((e) => e.at < h.first.at);
+  return prior?.newETag !== undefined;
+}
+
+/**
+ * Whether the restore landed. A refusal (412, or 404 for If-Match on a key
+ * deleted meanwhile) means another writer got there first: a conflict, its
+ * version untouched. Anything else (the state store down, the upstream
+ * failing) wrote nothing and says so.
+ */
+async function settled(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, reply: { status: number; code?: string }, answer: RollbackAnswer): Promise<boolean> {
+  if (reply.status >= 200 && reply.status < 300) return true;
+  if (reply.status === 412 || reply.status === 409 || reply.code === 'NoSuchKey') {
+    const now = await readCurrent(services, door, h.bucket, h.key, false);
+    const current = 'failed' in now ? { etag: null, content: null } : now;
+    const newest = await services.state.lastWrite(h.bucket, h.key).catch(() => undefined);
+    answer.conflicts.push(await conflict(services, request.agent, h, current, newest));
+    return false;
+  }
+  answer.unrecoverable.push({ bucket: h.bucket, key: h.key, goalETag: quoted(h.goal), reason: `the restore failed (${reply.code ?? `HTTP ${reply.status}`}); nothing written, run the rollback again` });
+  return false;
+}
+
+async function conflict(services: Services, agent: string, h: KeyHistory, current: Current, newest: WriteLogEntry | undefined): Promise<Conflict> {
+  // Who wrote the current version: the write log's newest entry, when it made that very version.
+  const writer: { agent?: string; accessKey?: string } = {};
+  if (newest && newest.newETag === (current.etag ?? undefined)) {
+    if (newest.agent !== undefined) writer.agent = newest.agent;
+    else if (newest.accessKey !== undefined) writer.accessKey = newest.accessKey;
+  }
+  const out: Conflict = {
+    bucket: h.bucket,
+    key: h.key,
+    agentETag: quoted(h.agentLast),
+    currentETag: quoted(current.etag),
+    ...((writer.agent ?? writer.accessKey) !== undefined && { currentWriter: writer.agent ?? writer.accessKey }),
+  };
+  // The agent's version: its bytes from retention or pre-images (an agent's writes are retained when small).
+  let mine: Buffer | null | undefined = null;
+  if (h.agentLast !== null) mine = (await services.retainer?.get(h.agentLast)) ?? (await services.preImages?.get(h.agentLast));
+  if (mine === undefined || current.content === undefined) return out;
+  const from: Version = { etag: h.agentLast ?? 'deleted', writer: agent, content: mine };
+  const to: Version = { etag: current.etag ?? 'deleted', content: current.content, ...(writer.agent !== undefined && { writer: writer.agent }), ...(writer.accessKey !== undefined && { writerAccessKey: writer.accessKey }) };
+  const diff = diffVersions(h.key, from, to, services.diffMaxBytes ?? 65536);
+  return { ...out, diff: diff.body, diffContentType: diff.contentType, ...(diff.truncated && { diffTruncated: true }) };
+}

@@ -1,0 +1,161 @@
+/**
+ * What a rollback sets out to do (docs/design.md §10), from the write log
+ * alone: for each key the agent wrote in the window, the goal is the version
+ * just before its first write there (that entry's previous ETag; none: the
+ * agent created the key, which goes away), and the restore is conditioned on
+ * the agent's last version of the key there (none: the agent deleted it).
+ *
+ * The request and the answer are the same for `POST /_casket/rollback` and
+ * `casket rollback --json`.
+ */
+import type { WriteLogEntry } from '../state/types.js';
+import { S3Error } from '../vocabulary/errors.js';
+
+/** Where casket serves it (src/rollback/endpoint.ts); the command posts to it (command.ts). */
+export const ROLLBACK_PATH = '/_casket/rollback';
+
+export interface RollbackRequest {
+  agent: string;
+  since: Date;
+  until?: Date;
+  bucket?: string;
+  prefix?: string;
+  dryRun: boolean;
+}
+
+/** One key the agent wrote in the window. */
+export interface KeyHistory {
+  bucket: string;
+  key: string;
+  /** The version to go back to; null: the key did not exist (the agent created it). */
+  goal: string | null;
+  /** The agent's last version in the window; null: its last write deleted the key. */
+  agentLast: string | null;
+  /** The agent's first and last write-log entries for the key in the window. */
+  first: WriteLogEntry;
+  last: WriteLogEntry;
+  /** How many writes the agent made to the key in the window. */
+  writes: number;
+}
+
+/** ETags in the answer are quoted, as S3 shows them, ready for an If-Match; null: no version (absent). */
+export interface Restored {
+  bucket: string;
+  key: string;
+  /** `put` the goal version back, or `delete` a key the agent created. */
+  action: 'put' | 'delete';
+  from: string | null;
+  to: string | null;
+  /** Where the goal's bytes came from: retention (versions agents saw), pre-image (--keep-pre-images), versions (the bucket's own). */
+  source?: 'retained' | 'pre-image' | 'versions';
+}
+
+export interface Conflict {
+  bucket: string;
+  key: string;
+  /** The agent's last version, and the current one that someone else wrote since. */
+  agentETag: string | null;
+  currentETag: string | null;
+  /** Who wrote the current version, when the write log knows. */
+  currentWriter?: string;
+  /** What changed from the agent's version to the current one (changes/diff.ts), when both are at hand. */
+  diff?: string;
+  diffContentType?: string;
+  diffTruncated?: boolean;
+}
+
+export interface Unrecoverable {
+  bucket: string;
+  key: string;
+  goalETag: string | null;
+  reason: string;
+}
+
+export interface Unchanged {
+  bucket: string;
+  key: string;
+  /** The goal, which is already current. */
+  etag: string | null;
+}
+
+export interface RollbackAnswer {
+  agent: string;
+  /** The agent name the restores were written as (write log, read stamps). */
+  writtenAs: string;
+  since: string;
+  until?: string;
+  dryRun: boolean;
+  restored: Restored[];
+  conflicts: Conflict[];
+  unrecoverable: Unrecoverable[];
+  unchanged: Unchanged[];
+}
+
+/**
+ * The agent name restores are written as. A rollback of `rollback:alice` is
+ * written as `rollback:rollback:alice`: each undo is one more agent whose
+ * writes the write log lists and a rollback can undo.
+ */
+export function rollbackAgent(agent: string): string {
+  return `rollback:${agent}`;
+}
+
+function instant(name: string, value: unknown): Date | undefined {
+  if (value === undefined || value === null) return undefined;
+  // ISO 8601 with a date and a time (and a zone, or UTC is meant).
+  const d = typeof value === 'string' && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(value) ? new Date(/(Z|[+-]\d{2}:?\d{2})$/.test(value) ? value : `${value}Z`) : undefined;
+  if (!d || Number.isNaN(d.getTime())) throw new S3Error('InvalidArgument', `${name} must be an ISO 8601 time, e.g. 2026-11-25T14:00:00Z.`);
+  return d;
+}
+
+/** The request body of POST /_casket/rollback: `{"agent", "since", "until"?, "bucket"?, "prefix"?, "dryRun"?}`. */
+export function parseRollbackRequest(body: Buffer): RollbackRequest {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw new S3Error('InvalidRequest', 'The rollback request must be a JSON object.');
+  }
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new S3Error('InvalidArgument', 'The rollback request must be a JSON object.');
+  const o = doc as Record<string, unknown>;
+  if (typeof o.agent !== 'string' || o.agent === '') throw new S3Error('InvalidArgument', 'agent is required: the agent whose writes to undo.');
+  const since = instant('since', o.since);
+  if (!since) throw new S3Error('InvalidArgument', 'since is required: the start of the window, ISO 8601.');
+  const until = instant('until', o.until);
+  if (until && until < since) throw new S3Error('InvalidArgument', 'until is before since.');
+  for (const name of ['bucket', 'prefix'] as const) if (o[name] !== undefined && typeof o[name] !== 'string') throw new S3Error('InvalidArgument', `${name} must be a string.`);
+  if (o.dryRun !== undefined && typeof o.dryRun !== 'boolean') throw new S3Error('InvalidArgument', 'dryRun must be true or false.');
+  return {
+    agent: o.agent,
+    since,
+    ...(until && { until }),
+    ...(typeof o.bucket === 'string' && { bucket: o.bucket }),
+    ...(typeof o.prefix === 'string' && o.prefix !== '' && { prefix: o.prefix }),
+    dryRun: o.dryRun === true,
+  };
+}
+
+/**
+ * The keys the agent wrote in the window, from its write-log entries there
+ * (any order), sorted by bucket and key.
+ */
+export function keysWritten(entries: readonly WriteLogEntry[], request: Pick<RollbackRequest, 'bucket' | 'prefix'>): KeyHistory[] {
+  const byKey = new Map<string, WriteLogEntry[]>();
+  for (const e of entries) {
+    if (request.bucket !== undefined && e.bucket !== request.bucket) continue;
+    if (request.prefix !== undefined && !e.key.startsWith(request.prefix)) continue;
+    const id = JSON.stringify([e.bucket, e.key]);
+    const list = byKey.get(id);
+    if (list) list.push(e);
+    else byKey.set(id, [e]);
+  }
+  const out: KeyHistory[] = [];
+  for (const list of byKey.values()) {
+    // Oldest first; the sort is stable, so entries of one millisecond keep the log's order.
+    list.sort((a, b) => a.at.getTime() - b.at.getTime());
+    const first = list[0]!;
+    const last = list[list.length - 1]!;
+    out.push({ bucket: first.bucket, key: first.key, goal: first.previousETag ?? null, agentLast: last.newETag ?? null, first, last, writes: list.length });
+  }
+  return out.sort((a, b) => (a.bucket === b.bucket ? (a.key < b.key ? -1 : a.key > b.key ? 1 : 0) : a.bucket < b.bucket ? -1 : 1));
+}

@@ -1,0 +1,85 @@
+/**
+ * Where the bytes of a goal version come from (docs/design.md §10), in order:
+ *   1. retention (retention/): versions agents read in full or wrote, kept
+ *      by SHA-256 — the casket ETag of single-part objects;
+ *   2. pre-images (--keep-pre-images, s3/pre-image.ts): the version each
+ *      agent overwrite or delete replaced, kept the same way;
+ *   3. the bucket's own versions: ListObjectVersions of the key through
+ *      casket, then GET ?versionId= of the version whose casket ETag is the
+ *      goal (a versioned bucket upstream, or the embedded store's versioning).
+ * Bytes from 1 and 2 are checked against the SHA-256 they are filed under;
+ * nothing is ever guessed: no source, no restore (unrecoverable).
+ *
+ * Multipart versions (ETag `<sha256>-<parts>`) are never in 1 or 2 (their
+ * ETag is not the SHA-256 of their bytes): only 3 can bring them back.
+ */
+import { createHash } from 'node:crypto';
+import type { Services } from '../s3/context.js';
+import { unquoteETag } from '../vocabulary/etag.js';
+import type { RollbackDoor } from './door.js';
+
+export interface GoalContent {
+  content: Buffer;
+  source: 'retained' | 'pre-image' | 'versions';
+}
+
+const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** Pages of ListObjectVersions read at most for one key (1,000 versions a page). */
+const MAX_VERSION_PAGES = 10;
+
+function decodeXml(text: string): string {
+  return text.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#13;/g, '\r').replace(/&amp;/g, '&');
+}
+
+function field(xml: string, name: string): string | undefined {
+  const m = new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml);
+  return m ? decodeXml(m[1]!) : undefined;
+}
+
+/** The version id of `key` whose ETag is `etag`, from the bucket's ListObjectVersions through casket. */
+async function versionIdOf(door: RollbackDoor, bucket: string, key: string, etag: string): Promise<string | undefined> {
+  let marker: { key: string; versionId: string } | undefined;
+  for (let page = 0; page < MAX_VERSION_PAGES; page++) {
+    const query = new URLSearchParams({ versions: '', prefix: key, ...(marker && { 'key-marker': marker.key, 'version-id-marker': marker.versionId }) });
+    const reply = await door({ method: 'GET', bucket, query: query.toString().replace('versions=', 'versions') }, { stamp: false });
+    if (reply.status !== 200 || !reply.body) return undefined;
+    const xml = reply.body.toString('utf8');
+    for (const m of xml.matchAll(/<Version>([\s\S]*?)<\/Version>/g)) {
+      const v = m[1]!;
+      const id = field(v, 'VersionId');
+      const tag = field(v, 'ETag');
+      if (field(v, 'Key') === key && id !== undefined && id !== 'null' && tag !== undefined && unquoteETag(tag) === etag) return id;
+    }
+    if (field(xml, 'IsTruncated') !== 'true') return undefined;
+    const nextKey = field(xml, 'NextKeyMarker');
+    const nextVersion = field(xml, 'NextVersionIdMarker');
+    if (nextKey === undefined || nextVersion === undefined || nextKey !== key) return undefined;
+    marker = { key: nextKey, versionId: nextVersion };
+  }
+  return undefined;
+}
+
+async function fromVersions(door: RollbackDoor, bucket: string, key: string, etag: string): Promise<Buffer | undefined> {
+  const versionId = await versionIdOf(door, bucket, key, etag);
+  if (versionId === undefined) return undefined;
+  const reply = await door({ method: 'GET', bucket, key, query: new URLSearchParams({ versionId }).toString() }, { stamp: false });
+  if (reply.status !== 200 || !reply.body) return undefined;
+  // The version casket served must be the goal: its ETag (any version), and its SHA-256 (single-part).
+  const served = reply.headers.etag !== undefined ? unquoteETag(reply.headers.etag) : undefined;
+  if (served !== etag) return undefined;
+  if (/^[0-9a-f]{64}$/.test(etag) && sha256(reply.body) !== etag) return undefined;
+  return reply.body;
+}
+
+export async function goalContent(services: Services, door: RollbackDoor, bucket: string, key: string, etag: string): Promise<GoalContent | undefined> {
+  for (const [source, store] of [['retained', services.retainer], ['pre-image', services.preImages]] as const) {
+    const kept = await store?.get(etag);
+    if (kept && sha256(kept) === etag) return { content: kept, source };
+  }
+  const versioned = await fromVersions(door, bucket, key, etag).catch((err: unknown) => {
+    services.log.warn({ error: err instanceof Error ? err.message : String(err), bucket, key }, 'rollback: versions not read');
+    return undefined;
+  });
+  return versioned && { content: versioned, source: 'versions' };
+}

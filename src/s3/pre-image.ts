@@ -1,0 +1,39 @@
+/**
+ * Pre-images for rollback (docs/design.md §10): with --keep-pre-images, the
+ * version an agent's overwrite or delete is about to replace is kept,
+ * content-addressed by its SHA-256, before the write commits — so
+ * `casket rollback` can put it back on a bucket without versioning.
+ *
+ * Best effort, like retention (retention/retainer.ts): a version too large,
+ * multipart (its ETag is not the SHA-256 of its content), or a store that
+ * fails is simply not kept, and a later rollback reports that key as
+ * unrecoverable rather than guess. The write itself is never refused for it.
+ */
+import type { Services } from './context.js';
+
+export async function keepPreImage(services: Services, bucket: string, key: string): Promise<void> {
+  const preImages = services.preImages;
+  if (!preImages) return;
+  try {
+    const reader = await services.backend.getObject(bucket, key);
+    if (!reader) return;
+    const { info } = reader;
+    // Already kept (or not keepable): the bytes are not read again.
+    if (!preImages.eligible(info.etag, info.size) || (await preImages.touch(info.etag))) {
+      reader.release?.();
+      return;
+    }
+    let content: Buffer;
+    if (reader.inline) {
+      content = reader.inline();
+      reader.release?.();
+    } else {
+      const chunks: Buffer[] = [];
+      for await (const chunk of reader.open()) chunks.push(chunk as Buffer);
+      content = Buffer.concat(chunks);
+    }
+    await preImages.kept(info.etag, content);
+  } catch (err) {
+    services.log.warn({ error: err instanceof Error ? err.message : String(err), bucket, key }, 'pre-image not kept');
+  }
+}

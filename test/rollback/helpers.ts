@@ -1,0 +1,73 @@
+/**
+ * Helpers of the rollback tests: an agent's writes as an agent must make
+ * them (read in full, then write conditioned on what it read — docs/design.md
+ * §4), a person's plain writes, reading a key's state, and `casket rollback`
+ * run as the command-line tool against a running casket.
+ */
+import {
+  CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand,
+  UploadPartCommand, type S3Client,
+} from '@aws-sdk/client-s3';
+import { spawn } from 'node:child_process';
+import { CLI, type Cred, type RunningCasket } from '../helpers/casket.js';
+import { bytes } from '../helpers/clients.js';
+import type { RollbackAnswer } from '../../src/rollback/plan.js';
+
+/** The key's content, or null when it does not exist. */
+export async function content(s3: S3Client, bucket: string, key: string): Promise<{ body: Buffer; etag: string } | null> {
+  try {
+    const r = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    return { body: await bytes(r.Body), etag: r.ETag! };
+  } catch (e) {
+    if ((e as { name?: string }).name === 'NoSuchKey') return null;
+    throw e;
+  }
+}
+
+/** An agent's overwrite: read the key in full, write conditioned on that read. Creates when absent. */
+export async function agentPut(s3: S3Client, bucket: string, key: string, body: string | Buffer): Promise<string> {
+  const now = await content(s3, bucket, key);
+  const condition = now ? { IfMatch: now.etag } : { IfNoneMatch: '*' };
+  return (await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ...condition }))).ETag!;
+}
+
+/** An agent's delete: read the key in full, delete conditioned on that read. */
+export async function agentDelete(s3: S3Client, bucket: string, key: string): Promise<void> {
+  const now = await content(s3, bucket, key);
+  if (!now) throw new Error(`${key} does not exist`);
+  await s3.send(new DeleteObjectCommand({ Bucket: bucket, Key: key, IfMatch: now.etag }));
+}
+
+/** A multipart upload made create-only: two parts, the first of S3's 5 MiB minimum. */
+export async function agentMultipartCreate(s3: S3Client, bucket: string, key: string, parts: Buffer[]): Promise<string> {
+  const { UploadId } = await s3.send(new CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+  const done: Array<{ PartNumber: number; ETag: string }> = [];
+  for (const [i, part] of parts.entries()) {
+    const r = await s3.send(new UploadPartCommand({ Bucket: bucket, Key: key, UploadId, PartNumber: i + 1, Body: part }));
+    done.push({ PartNumber: i + 1, ETag: r.ETag! });
+  }
+  const r = await s3.send(new CompleteMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId, MultipartUpload: { Parts: done }, IfNoneMatch: '*' }));
+  return r.ETag!;
+}
+
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  answer?: RollbackAnswer;
+}
+
+/** `casket rollback` against `casket`, signed with `cred` (default: its admin key). */
+export async function cliRollback(casket: Pick<RunningCasket, 'url' | 'admin'>, args: string[], cred: Cred = casket.admin): Promise<CliRun> {
+  const proc = spawn(process.execPath, [CLI, 'rollback', '--endpoint', casket.url, '--access-key', cred.accessKeyId, '--secret-key', cred.secretAccessKey, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => proc.once('close', (c) => resolve(c)));
+  const run: CliRun = { code, stdout, stderr };
+  if (args.includes('--json') && code !== 1 && code !== 2) run.answer = JSON.parse(stdout) as RollbackAnswer;
+  return run;
+}
+
+export const keysOf = (list: Array<{ key: string }>) => list.map((e) => e.key).sort();
