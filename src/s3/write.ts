@@ -210,7 +210,14 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
     )
     .catch((error: unknown) => w.services.log.error({ err: error, bucket: w.bucket, key: w.key, requestId: w.ctx.requestId }, 'write committed, but not recorded in the state store'));
   // Only now, after the commit: an event is never told of a write that did not land (docs/design.md §9).
-  await w.services.events?.publish({ ...notice(w, 'written', written?.etag, written?.size), ...(previousETag !== undefined && { previousETag }), ...(w.agentRules === false && { merged: true }) });
+  await w.services.events?.publish({
+    ...notice(w, 'written', written?.etag, written?.size),
+    ...(previousETag !== undefined && { previousETag }),
+    ...(versionId !== undefined && { versionId }),
+    // A delete that made a version made a delete marker (API_DeleteObject, versioned bucket).
+    ...(w.deletes && versionId !== undefined && { deleteMarker: true }),
+    ...(w.agentRules === false && { merged: true }),
+  });
   return result;
 }
 

@@ -19,7 +19,7 @@ export interface Rec {
   eventName: string;
   eventSource: string;
   eventTime: string;
-  s3: { bucket: { name: string }; object: { key: string; eTag?: string; size?: number; sequencer: string } };
+  s3: { bucket: { name: string }; object: { key: string; eTag?: string; size?: number; versionId?: string; sequencer: string } };
   casket: { operation: string; agent?: string; accessKey?: string; previousETag?: string; merged?: boolean; reason?: string; status?: number; code?: string; currentETag?: string };
 }
 

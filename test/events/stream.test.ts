@@ -13,6 +13,7 @@ import {
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
   GetObjectCommand,
+  PutBucketVersioningCommand,
   PutObjectCommand,
   UploadPartCommand,
   type S3Client,
@@ -162,6 +163,21 @@ describe('GET /_casket/events', () => {
     // An id this stream never gave: a clear 400, not a silent start from nowhere.
     const bad = await listen('/_casket/events?lastEventId=nonsense');
     expect(bad.status).toBe(400);
+  });
+
+  it('names the version a write made in a versioned bucket, and a delete marker as DeleteMarkerCreated', async () => {
+    await admin.send(new CreateBucketCommand({ Bucket: 'versioned' }));
+    await admin.send(new PutBucketVersioningCommand({ Bucket: 'versioned', VersioningConfiguration: { Status: 'Enabled' } }));
+    const stream = await listen('/_casket/events?bucket=versioned');
+    const put = await admin.send(new PutObjectCommand({ Bucket: 'versioned', Key: 'v.txt', Body: 'one' }));
+    const del = await admin.send(new DeleteObjectCommand({ Bucket: 'versioned', Key: 'v.txt' }));
+    expect(put.VersionId).toBeTruthy();
+    expect(del.DeleteMarker).toBe(true);
+    const records = await stream.until((r) => r.length >= 2);
+    expect(records.map((r) => [r.eventName, r.s3.object.versionId])).toEqual([
+      ['s3:ObjectCreated:Put', put.VersionId],
+      ['s3:ObjectRemoved:DeleteMarkerCreated', del.VersionId],
+    ]);
   });
 
   it('refuses non-admin and unsigned subscribers', async () => {
