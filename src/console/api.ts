@@ -56,6 +56,8 @@ export interface ConsoleDeps {
 const quoted = (etag: string | undefined) => (etag === undefined ? null : formatETag(etag, false));
 /** The most rows one page carries; the page asks for fewer. */
 export const MAX_PAGE = 500;
+/** Versions of one key the object view lists from the bucket. */
+const HELD_VERSIONS = 100;
 
 function outcomeOf(e: WriteLogEntry): 'write' | 'delete' {
   return e.newETag === undefined ? 'delete' : 'write';
@@ -172,8 +174,24 @@ export async function object(deps: ConsoleDeps, bucket: string, key: string) {
     key,
     current: current ? { etag: quoted(current.etag), size: current.size, lastModified: current.lastModified.toISOString(), writer: current.writer ?? null } : null,
     versions,
+    held: await heldVersions(deps, bucket, key),
     ...(deps.firstEventId !== undefined && { refusalsFrom: deps.firstEventId }),
   };
+}
+
+/** Versions the bucket itself holds (S3 versioning, docs/design.md §10), newest first: one page, never the whole history. */
+async function heldVersions(deps: ConsoleDeps, bucket: string, key: string) {
+  const listed = await deps.services.backend.listObjectVersions?.(bucket, { prefix: key, maxKeys: HELD_VERSIONS }).catch(() => undefined);
+  return (listed?.entries ?? [])
+    .filter((v) => v.key === key)
+    .map((v) => ({
+      versionId: v.versionId,
+      isLatest: v.isLatest,
+      lastModified: v.lastModified.toISOString(),
+      deleteMarker: v.info === undefined,
+      ...(v.info && { etag: quoted(v.info.etag), size: v.info.size }),
+      writer: v.writer ?? v.info?.writer ?? null,
+    }));
 }
 
 /** The diff, as /_casket/diff answers it, for the admin the session stands for. */

@@ -101,6 +101,12 @@ export function objectView(main) {
       body.replaceChildren(
         h('h2', {}, `${bucket}/${key}`), current,
         table('Versions (write log, newest first)', ['Time', 'Outcome', 'Who', 'Operation', 'Versions', 'Content'], rows, 'casket has no write of this key in its log.'),
+        table('Versions the bucket holds (S3 versioning), newest first', ['Version id', 'Last modified', 'Written by', 'ETag', 'Size'], (o.held ?? []).map((v) => h('tr', { class: v.isLatest ? 'row-current' : '' },
+          h('td', {}, h('code', {}, v.versionId), v.isLatest ? ' (current)' : ''),
+          h('td', {}, time(v.lastModified)),
+          h('td', {}, v.writer ? agentLink(v.writer) : h('span', { class: 'muted' }, 'a person or unknown')),
+          h('td', {}, v.deleteMarker ? badge('delete marker') : etag(v.etag)),
+          h('td', {}, v.deleteMarker ? '' : `${v.size.toLocaleString()} bytes`))), 'The bucket keeps no other version (versioning is off).'),
         h('section', { 'aria-labelledby': 'diff-title' }, h('h2', { id: 'diff-title' }, 'Diff'),
           diffable.length === 0 && !o.current ? h('p', { class: 'muted' }, 'No version of this key is retained.') : diffForm, output),
         h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': 'Refusals on this object' },
