@@ -75,7 +75,8 @@ const HELP = `usage: node scripts/bench.mjs [options]
   --runs N              runs per cell, alternating with the baseline (default 3, min 3)
   --quick               duration 1, concurrency 1,8, big object 64 MiB, PutObject payload
                         forms other than signed only at c=8, no moto when RGW is found
-  --phases LIST         put,get,cond,contended,big,mcp[,profile] (default all but profile;
+  --phases LIST         put,get,copy,cond,contended,big,mcp[,profile] (default all but profile;
+                        copy: CopyObject 4 KiB and ListObjectsV2 of 1,000 keys, upstream only;
                         mcp: the MCP tools against the same work over S3, bench/mcp.mjs)
   --targets LIST        embedded,upstream (default both)
   --sizes LIST          object sizes for put/get (default 4k,8m)
@@ -117,7 +118,7 @@ const HELP = `usage: node scripts/bench.mjs [options]
 
 function parseOptions(argv) {
   const o = {
-    duration: 3, runs: 3, phases: ['put', 'get', 'cond', 'contended', 'big', 'mcp'], targets: ['embedded', 'upstream'],
+    duration: 3, runs: 3, phases: ['put', 'get', 'copy', 'cond', 'contended', 'big', 'mcp'], targets: ['embedded', 'upstream'],
     sizes: [4 * 1024, 8 * MiB], concurrency: [1, 8, 32], agents: 4, bigSize: 1024 * MiB, moto: true,
     signer: 'fast', casketArgs: [], profileDuration: 10, profileSizes: [4 * 1024], maxTime: 3600, keep: false, quick: false, warmup: 10,
     payloads: undefined, rgwProbe: true,
@@ -454,7 +455,31 @@ function s3Target(name, { url, cred, bucket = BUCKET, prefix, pid, signer, mode 
       const timeoutMs = cell.size > 64 * MiB ? 600_000 : 120_000;
       const pool = bodyPool(cell.size);
       let workers;
-      if (cell.op === 'GetObject') {
+      if (cell.op === 'CopyObject') {
+        // A server-side copy of a preloaded object onto a key of the worker's own (preloadGets wrote the source).
+        workers = Array.from({ length: cell.conc }, (_, w) => {
+          const source = `/${bucket}/${getPrefix ?? prefix}get/${cell.size}/${w}`;
+          const path = `/${bucket}/${prefix}copy/${cell.size}/w${w}`;
+          return async () => {
+            const res = await client.request('PUT', path, { headers: { 'x-amz-copy-source': source }, collect: true, timeoutMs });
+            expectStatus(res, 200, 'CopyObject');
+            if (res.body.includes('<Error>')) throw new Error(`CopyObject: 200 with an error body ${errorCode(res.body)}`);
+            return cell.size;
+          };
+        });
+      } else if (cell.op === 'ListObjectsV2') {
+        // One page of `cell.keys` keys (preloadList wrote them).
+        workers = Array.from({ length: cell.conc }, () => {
+          const path = `/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(`${getPrefix ?? prefix}list/`)}`;
+          return async () => {
+            const res = await client.request('GET', path, { collect: true, timeoutMs });
+            expectStatus(res, 200, 'ListObjectsV2');
+            const n = res.body.toString('utf8').split('<Key>').length - 1;
+            if (n !== cell.keys) throw new Error(`ListObjectsV2: ${n} keys, expected ${cell.keys}`);
+            return res.bytes;
+          };
+        });
+      } else if (cell.op === 'GetObject') {
         workers = Array.from({ length: cell.conc }, (_, w) => {
           const path = `/${bucket}/${getPrefix ?? prefix}get/${cell.size}/${w}`;
           return async () => {
@@ -673,6 +698,21 @@ async function preloadGets(client, prefix, size, count) {
     const res = await client.request('PUT', `/${BUCKET}/${prefix}get/${size}/${i}`, { body: b.buf, payloadHash: b.hash, timeoutMs: 120_000 });
     expectStatus(res, 200, `preload ${prefix}get/${size}/${i}`);
   }
+}
+
+/** `count` empty objects under `prefix`list/, 8 PUTs at a time (skipped when a listing already shows them all). */
+async function preloadList(client, prefix, count) {
+  const listed = await client.request('GET', `/${BUCKET}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(`${prefix}list/`)}`, { collect: true, timeoutMs: 60_000 });
+  if (listed.status === 200 && listed.body.toString('utf8').split('<Key>').length - 1 === count) return;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let i = next++; i < count; i = next++) {
+        const res = await client.request('PUT', `/${BUCKET}/${prefix}list/${String(i).padStart(5, '0')}`, { body: Buffer.alloc(0), timeoutMs: 60_000 });
+        expectStatus(res, 200, `preload ${prefix}list/${i}`);
+      }
+    }),
+  );
 }
 
 async function createBucket(client) {
@@ -1041,7 +1081,7 @@ async function main() {
   const addCell = (group, cell, summary, ref) => report.cells.push({ group, ...cell, ref, load: cell.load, results: summary });
 
   // ------------------------------------------------------------ embedded
-  const throughputPhases = ['put', 'get', 'cond', 'contended'].some((x) => phases.has(x));
+  const throughputPhases = ['put', 'get', 'copy', 'cond', 'contended'].some((x) => phases.has(x));
   if (opts.targets.includes('embedded') && throughputPhases) {
     log('== embedded store');
     const casket = await startCasket({ cli: CLI, dataDir: join(tmp, 'casket'), credentialsFile, logFile: join(tmp, 'casket.log'), extraArgs: opts.casketArgs });
@@ -1227,6 +1267,26 @@ async function main() {
             }
             for (const c of conc) {
               const cell = { op: 'GetObject', size, conc: c, kind: 'get', label: `${up.name} GetObject ${sizeName(size)} c=${c}` };
+              log(`  ${cell.label}`);
+              addCell(group, cell, await runCell(cell, list, opts), 'direct');
+            }
+          }
+        }
+        if (phases.has('copy')) {
+          // CopyObject of a 4 KiB object and ListObjectsV2 of 1,000 keys: the sources under d/ for the proxies, c/ through casket.
+          await preloadGets(direct, 'd/', 4096, maxConc);
+          await preloadList(direct, 'd/', 1000);
+          if (casket) {
+            const cc = new S3Client(casket.url, admin, { signer: opts.signer });
+            await preloadGets(cc, 'c/', 4096, maxConc);
+            await preloadList(cc, 'c/', 1000);
+            cc.close();
+          }
+          for (const c of conc) {
+            for (const cell of [
+              { op: 'CopyObject', size: 4096, conc: c, kind: 'copy', label: `${up.name} CopyObject 4 KiB c=${c}` },
+              { op: 'ListObjectsV2', size: 0, keys: 1000, conc: c, kind: 'list', label: `${up.name} ListObjectsV2 1,000 keys c=${c}` },
+            ]) {
               log(`  ${cell.label}`);
               addCell(group, cell, await runCell(cell, list, opts), 'direct');
             }
@@ -1518,7 +1578,8 @@ function speedGoals(report, opts) {
     else cellGoals(`8 MiB PutObject ${form}`, findCell(report, group, 'put', 'PutObject', 8 * MiB, GOAL_CONC, form));
   }
   cellGoals('8 MiB GetObject', findCell(report, group, 'get', 'GetObject', 8 * MiB, GOAL_CONC), 0.9);
-  for (const op of ['CopyObject', 'ListObjectsV2 of 1,000 keys']) missing(`casket → ${name} ${op} c=${GOAL_CONC}: CPU/op ≤ 1.25 × bare Node proxy`, 'no such cell in the bench yet');
+  cellGoals('CopyObject 4 KiB', findCell(report, group, 'copy', 'CopyObject', 4096, GOAL_CONC));
+  cellGoals('ListObjectsV2 of 1,000 keys', findCell(report, group, 'list', 'ListObjectsV2', 0, GOAL_CONC));
   const big = report.bigUpstream.find((b) => b.where === name);
   const rssGoalName = `casket → ${name}: peak RSS while 1 GiB goes in and out < 150 MiB`;
   if (big) out.push(rssGoal(big));
@@ -1573,7 +1634,7 @@ function print(report, opts) {
       if (name === 'node' && cell.results.nginx && refName !== 'nginx') ratio += `, ${fmt(r.reqPerS / cell.results.nginx.reqPerS, 2)}× nginx`;
       // A baseline sending another form than the cell's (its upstream refuses the cell's) says which.
       const shown = cell.sent?.[name] ? `${name} as ${cell.sent[name]}` : name;
-      rows.push([cell.group, phase, sizeName(cell.size), cell.conc, shown, fmt(r.reqPerS), fmt(r.mibPerS), fmt(r.p50, 2), fmt(r.p99, 2), ratio, fmt(r.serverCpuUsPerOp, 0), fmt(r.benchCpuUsPerOp, 0), r.errors || '']);
+      rows.push([cell.group, phase, cell.keys ? `${cell.keys} keys` : sizeName(cell.size), cell.conc, shown, fmt(r.reqPerS), fmt(r.mibPerS), fmt(r.p50, 2), fmt(r.p99, 2), ratio, fmt(r.serverCpuUsPerOp, 0), fmt(r.benchCpuUsPerOp, 0), r.errors || '']);
     }
   }
   put();
@@ -1589,7 +1650,7 @@ function print(report, opts) {
           const { casket, nginx, node, undici, direct } = cell.results;
           const ratio = (a, b, who) => (a && b ? `${fmt(a.reqPerS / b.reqPerS, 2)}×${cell.sent?.[who] ? ` (${who} ${cell.sent[who]})` : ''}` : '—');
           return [
-            cell.group, cell.kind === 'put' ? `PutObject ${cell.payload ?? 'signed'}` : cell.op, sizeName(cell.size), cell.conc,
+            cell.group, cell.kind === 'put' ? `PutObject ${cell.payload ?? 'signed'}` : cell.op, cell.keys ? `${cell.keys} keys` : sizeName(cell.size), cell.conc,
             fmt(casket.reqPerS), fmt(casket.mibPerS), ratio(casket, direct, 'direct'), ratio(casket, nginx, 'nginx'), ratio(nginx, direct, 'nginx'), ratio(node, nginx, 'node'), ratio(casket, node, 'node'), ratio(casket, undici, 'undici'),
             fmt(casket.serverCpuUsPerOp, 0), fmt(nginx?.serverCpuUsPerOp, 0), fmt(node?.serverCpuUsPerOp, 0), fmt(undici?.serverCpuUsPerOp, 0), fmt(direct?.serverCpuUsPerOp, 0), `${fmt(cell.load?.before, 1)}–${fmt(cell.load?.after, 1)}`,
           ];
