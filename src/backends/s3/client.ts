@@ -256,11 +256,7 @@ export class UpstreamClient {
   /** Sends, expects 2xx, reads the XML body. */
   async xml(req: UpstreamRequest): Promise<{ res: UpstreamResponse; doc: Record<string, unknown> }> {
     const res = await this.ok(req);
-    const text = await readText(res);
-    const doc = text.trim() === '' ? {} : parseUpstreamXml(text);
-    // CompleteMultipartUpload and copies may answer 200 with an <Error> body.
-    if (doc.Error !== undefined) throw mapError(res.status >= 300 ? res.status : 500, doc.Error as Record<string, unknown>, req);
-    return { res, doc };
+    return { res, doc: documentOf(await readText(res), req) };
   }
 
   close(): void {
@@ -316,6 +312,13 @@ function flatHeaders(res: IncomingMessage): Record<string, string> {
 /** Reads a (small) response body to text; network errors become 503. */
 export async function readText(res: UpstreamResponse, limit = 64 * 1024 * 1024): Promise<string> {
   return (await readBytes(res, limit)).toString('utf8');
+}
+
+/** A 2xx answer's XML document; one that is an <Error> (CompleteMultipartUpload and copies may answer 200 with one) throws it mapped. */
+export function documentOf(text: string, req: UpstreamRequest): Record<string, unknown> {
+  const doc = text.trim() === '' ? {} : parseUpstreamXml(text);
+  if (doc.Error !== undefined) throw mapError(500, doc.Error as Record<string, unknown>, req);
+  return doc;
 }
 
 /** Reads a (small) response body; network errors become 503, more than `limit` bytes an InternalError. */
