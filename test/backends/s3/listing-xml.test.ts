@@ -47,6 +47,8 @@ describe('scanListing', () => {
     expect(scanListing(`${HEAD}<Contents><Key type="x">k</Key></Contents></ListBucketResult>`)).toBeUndefined();
     expect(scanListing(`${HEAD}<Contents><Key>k&nbsp;</Key></Contents></ListBucketResult>`)).toBeUndefined();
     expect(scanListing(`${HEAD}<Contents><Key>k</Key></ListBucketResult>`)).toBeUndefined();
+    // Markup inside a field: not plain text.
+    expect(scanListing(`${HEAD}<Contents><Key><K>k</K></Key></Contents></ListBucketResult>`)).toBeUndefined();
   });
 
   it('unescapes only the references XML defines', () => {
