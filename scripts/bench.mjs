@@ -1486,7 +1486,8 @@ function rssGoal(b) {
  * (SHA-256 for the ETag; MD5 to check an unsigned body's upstream ETag;
  * CRC32 to verify an aws-chunked trailer), measured in this run — the same
  * implementations casket uses (dist/vocabulary/checksums.js, as
- * scripts/bench-checksums.mjs measures them), medians of 5 after a warm-up.
+ * scripts/bench-checksums.mjs measures them), medians of 5 after a warm-up,
+ * in CPU time of this process.
  */
 async function hashCosts(size) {
   const { createChecksum } = await import(join(ROOT, 'dist', 'vocabulary', 'checksums.js'));
@@ -1494,15 +1495,17 @@ async function hashCosts(size) {
   const pieces = [];
   for (let i = 0; i < size; i += 64 * 1024) pieces.push(buf.subarray(i, i + 64 * 1024));
   const time = (make) => {
+    // CPU time of this process, not wall time: on shared cores a wall clock counts other programs' turns too.
     const once = () => {
-      const t = now();
-      const reps = size < MiB ? 200 : 3;
+      const t = process.cpuUsage();
+      const reps = size < MiB ? 2000 : 10;
       for (let r = 0; r < reps; r++) {
         const h = make();
         for (const p of pieces) h.update(p);
         h.digest();
       }
-      return ((now() - t) * 1000) / reps;
+      const used = process.cpuUsage(t);
+      return (used.user + used.system) / reps;
     };
     once();
     return median(Array.from({ length: 5 }, once));
