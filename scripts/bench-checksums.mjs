@@ -19,7 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { fmt, median, parseSize, table } from './bench/stats.mjs';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
-const { CHECKSUM_ALGORITHMS, createChecksum } = await import(join(ROOT, 'dist', 'auth', 'checksums.js'));
+const { CHECKSUM_ALGORITHMS, createChecksum } = await import(join(ROOT, 'dist', 'vocabulary', 'checksums.js'));
 
 const args = process.argv.slice(2);
 const option = (name, fallback) => {

@@ -45,7 +45,7 @@ import { execFileSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import { S3Client, errorCode } from './bench/client.mjs';
 import { checkFastSigner, sha256hex } from './bench/signer.mjs';
-import { cpuMs, memory, NotAvailable, resetPeak, startCasket, startMoto, startNginx, startNodeProxy, stop, stopAll, trackDir } from './bench/processes.mjs';
+import { cpuMs, memory, NotAvailable, resetPeak, startCasket, startFileServer, startMoto, startNginx, startNodeProxy, stop, stopAll, trackDir } from './bench/processes.mjs';
 import { checkPayloadModes, encodePayload, PAYLOAD_MODES } from './bench/payload.mjs';
 import { fmt, median, parseSize, pct, percentile, sizeName, table } from './bench/stats.mjs';
 import { formatSummary, summarise } from './cpuprofile-summary.mjs';
@@ -75,7 +75,8 @@ const HELP = `usage: node scripts/bench.mjs [options]
   --runs N              runs per cell, alternating with the baseline (default 3, min 3)
   --quick               duration 1, concurrency 1,8, big object 64 MiB, PutObject payload
                         forms other than signed only at c=8, no moto when RGW is found
-  --phases LIST         put,get,cond,contended,big,mcp[,profile] (default all but profile;
+  --phases LIST         put,get,copy,cond,contended,big,mcp[,profile] (default all but profile;
+                        copy: CopyObject 4 KiB and ListObjectsV2 of 1,000 keys, upstream only;
                         mcp: the MCP tools against the same work over S3, bench/mcp.mjs)
   --targets LIST        embedded,upstream (default both)
   --sizes LIST          object sizes for put/get (default 4k,8m)
@@ -117,7 +118,7 @@ const HELP = `usage: node scripts/bench.mjs [options]
 
 function parseOptions(argv) {
   const o = {
-    duration: 3, runs: 3, phases: ['put', 'get', 'cond', 'contended', 'big', 'mcp'], targets: ['embedded', 'upstream'],
+    duration: 3, runs: 3, phases: ['put', 'get', 'copy', 'cond', 'contended', 'big', 'mcp'], targets: ['embedded', 'upstream'],
     sizes: [4 * 1024, 8 * MiB], concurrency: [1, 8, 32], agents: 4, bigSize: 1024 * MiB, moto: true,
     signer: 'fast', casketArgs: [], profileDuration: 10, profileSizes: [4 * 1024], maxTime: 3600, keep: false, quick: false, warmup: 10,
     payloads: undefined, rgwProbe: true,
@@ -454,7 +455,31 @@ function s3Target(name, { url, cred, bucket = BUCKET, prefix, pid, signer, mode 
       const timeoutMs = cell.size > 64 * MiB ? 600_000 : 120_000;
       const pool = bodyPool(cell.size);
       let workers;
-      if (cell.op === 'GetObject') {
+      if (cell.op === 'CopyObject') {
+        // A server-side copy of a preloaded object onto a key of the worker's own (preloadGets wrote the source).
+        workers = Array.from({ length: cell.conc }, (_, w) => {
+          const source = `/${bucket}/${getPrefix ?? prefix}get/${cell.size}/${w}`;
+          const path = `/${bucket}/${prefix}copy/${cell.size}/w${w}`;
+          return async () => {
+            const res = await client.request('PUT', path, { headers: { 'x-amz-copy-source': source }, collect: true, timeoutMs });
+            expectStatus(res, 200, 'CopyObject');
+            if (res.body.includes('<Error>')) throw new Error(`CopyObject: 200 with an error body ${errorCode(res.body)}`);
+            return cell.size;
+          };
+        });
+      } else if (cell.op === 'ListObjectsV2') {
+        // One page of `cell.keys` keys (preloadList wrote them).
+        workers = Array.from({ length: cell.conc }, () => {
+          const path = `/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(`${getPrefix ?? prefix}list/`)}`;
+          return async () => {
+            const res = await client.request('GET', path, { collect: true, timeoutMs });
+            expectStatus(res, 200, 'ListObjectsV2');
+            const n = res.body.toString('utf8').split('<Key>').length - 1;
+            if (n !== cell.keys) throw new Error(`ListObjectsV2: ${n} keys, expected ${cell.keys}`);
+            return res.bytes;
+          };
+        });
+      } else if (cell.op === 'GetObject') {
         workers = Array.from({ length: cell.conc }, (_, w) => {
           const path = `/${bucket}/${getPrefix ?? prefix}get/${cell.size}/${w}`;
           return async () => {
@@ -641,7 +666,7 @@ async function planForm(form, accepts, upName, report) {
       }
     }
   }
-  for (const proxy of ['nginx', 'node']) {
+  for (const proxy of ['nginx', 'node', 'undici']) {
     if (!accepts.has(proxy)) continue;
     const n = await accepts(proxy, form);
     if (n.ok) targets.push(proxy);
@@ -662,7 +687,7 @@ async function planForm(form, accepts, upName, report) {
       report.refusals.push({ upstream: upName, target: 'casket', form, why: c.why });
     }
   }
-  const ref = ['direct', 'nginx', 'node', 'casket'].find((x) => targets.includes(x));
+  const ref = ['direct', 'nginx', 'node', 'undici', 'casket'].find((x) => targets.includes(x));
   return { targets, sent, ref };
 }
 
@@ -673,6 +698,21 @@ async function preloadGets(client, prefix, size, count) {
     const res = await client.request('PUT', `/${BUCKET}/${prefix}get/${size}/${i}`, { body: b.buf, payloadHash: b.hash, timeoutMs: 120_000 });
     expectStatus(res, 200, `preload ${prefix}get/${size}/${i}`);
   }
+}
+
+/** `count` empty objects under `prefix`list/, 8 PUTs at a time (skipped when a listing already shows them all). */
+async function preloadList(client, prefix, count) {
+  const listed = await client.request('GET', `/${BUCKET}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(`${prefix}list/`)}`, { collect: true, timeoutMs: 60_000 });
+  if (listed.status === 200 && listed.body.toString('utf8').split('<Key>').length - 1 === count) return;
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      for (let i = next++; i < count; i = next++) {
+        const res = await client.request('PUT', `/${BUCKET}/${prefix}list/${String(i).padStart(5, '0')}`, { body: Buffer.alloc(0), timeoutMs: 60_000 });
+        expectStatus(res, 200, `preload ${prefix}list/${i}`);
+      }
+    }),
+  );
 }
 
 async function createBucket(client) {
@@ -1041,16 +1081,30 @@ async function main() {
   const addCell = (group, cell, summary, ref) => report.cells.push({ group, ...cell, ref, load: cell.load, results: summary });
 
   // ------------------------------------------------------------ embedded
-  const throughputPhases = ['put', 'get', 'cond', 'contended'].some((x) => phases.has(x));
+  const throughputPhases = ['put', 'get', 'copy', 'cond', 'contended'].some((x) => phases.has(x));
   if (opts.targets.includes('embedded') && throughputPhases) {
     log('== embedded store');
     const casket = await startCasket({ cli: CLI, dataDir: join(tmp, 'casket'), credentialsFile, logFile: join(tmp, 'casket.log'), extraArgs: opts.casketArgs });
     log(`   casket pid ${casket.pid} at ${casket.url}`);
+    const embeddedStarted = [];
     try {
       const client = new S3Client(casket.url, admin, { signer: opts.signer });
       await createBucket(client);
       const disk = diskTarget(join(tmp, 'raw'));
       const sha = shaTarget();
+      // The same bytes served by a bare Node HTTP server from disk (bench/file-server.mjs).
+      let files;
+      let fileServer;
+      try {
+        const fs = (fileServer = await startFileServer({ dir: mkdirp(join(tmp, 'file-server')), root: join(tmp, 'file-server', 'files') }));
+        embeddedStarted.push(fs.child);
+        log(`   file-server pid ${fs.pid} at ${fs.url}`);
+        files = s3Target('files', { url: fs.url, cred: admin, prefix: '', pid: fs.pid, signer: opts.signer });
+        if (opts.warmup > 0) await files.warm(opts.warmup);
+      } catch (e) {
+        report.unavailable.push({ what: 'file-server', reason: e.message });
+        log(`   file-server: not available — ${e.message}`);
+      }
       const ck = s3Target('casket', { url: casket.url, cred: admin, prefix: '', pid: casket.pid, signer: opts.signer });
       if (opts.warmup > 0) {
         log(`   warm-up: ${opts.warmup} s of 4 KiB PUT+GET, c=8`);
@@ -1062,7 +1116,7 @@ async function main() {
             for (const c of conc) {
               const cell = { op: 'PutObject', size, conc: c, kind: 'put', payload, label: `embedded PutObject ${payload} ${sizeName(size)} c=${c}` };
               log(`  ${cell.label}`);
-              const targets = c === Math.min(...conc) ? [disk, ck, sha] : [disk, ck];
+              const targets = [disk, ...(files ? [files] : []), ck, ...(c === Math.min(...conc) ? [sha] : [])];
               addCell('embedded', cell, await runCell(cell, targets, opts), 'disk');
             }
           }
@@ -1072,10 +1126,15 @@ async function main() {
         for (const size of sizes) {
           await preloadGets(client, '', size, maxConc);
           await disk.preload(size, maxConc);
+          if (files) {
+            const fc = new S3Client(fileServer.url, admin, { signer: opts.signer });
+            await preloadGets(fc, '', size, maxConc);
+            fc.close();
+          }
           for (const c of conc) {
             const cell = { op: 'GetObject', size, conc: c, kind: 'get', label: `embedded GetObject ${sizeName(size)} c=${c}` };
             log(`  ${cell.label}`);
-            addCell('embedded', cell, await runCell(cell, [disk, ck], opts), 'disk');
+            addCell('embedded', cell, await runCell(cell, [disk, ...(files ? [files] : []), ck], opts), 'disk');
           }
         }
       }
@@ -1096,6 +1155,7 @@ async function main() {
       }
       client.close();
     } finally {
+      for (const c of embeddedStarted) await stop(c);
       await stop(casket.child);
     }
   }
@@ -1136,6 +1196,15 @@ async function main() {
           report.unavailable.push({ what: `node-proxy → ${up.name}`, reason: e.message });
           log(`   node-proxy → ${up.name}: not available — ${e.message}`);
         }
+        let undiciProxy;
+        try {
+          undiciProxy = await startNodeProxy({ dir: mkdirp(join(tmp, `undici-proxy-${up.name}`)), upstreamUrl: server.url, client: 'undici' });
+          started.push(undiciProxy.child);
+          log(`   undici-proxy pid ${undiciProxy.pid} at ${undiciProxy.url} → ${server.url}`);
+        } catch (e) {
+          report.unavailable.push({ what: `undici-proxy → ${up.name}`, reason: e.message });
+          log(`   undici-proxy → ${up.name}: not available — ${e.message}`);
+        }
         let casket;
         try {
           casket = await startCasket({
@@ -1152,6 +1221,7 @@ async function main() {
         const t = { direct: s3Target('direct', { url: server.url, cred: up.cred, prefix: 'd/', pid: server.pid, signer: opts.signer }) };
         if (nginx) t.nginx = s3Target('nginx', { url: nginx.url, cred: up.cred, prefix: 'n/', getPrefix: 'd/', pid: nginx.pid, signer: opts.signer });
         if (nodeProxy) t.node = s3Target('node', { url: nodeProxy.url, cred: up.cred, prefix: 'o/', getPrefix: 'd/', pid: nodeProxy.pid, signer: opts.signer });
+        if (undiciProxy) t.undici = s3Target('undici', { url: undiciProxy.url, cred: up.cred, prefix: 'u/', getPrefix: 'd/', pid: undiciProxy.pid, signer: opts.signer });
         if (casket) t.casket = s3Target('casket', { url: casket.url, cred: admin, prefix: 'c/', pid: casket.pid, signer: opts.signer });
         const list = Object.values(t);
         if (opts.warmup > 0) {
@@ -1167,9 +1237,10 @@ async function main() {
           const clients = { direct };
           if (nginx) clients.nginx = new S3Client(nginx.url, up.cred, { signer: opts.signer });
           if (nodeProxy) clients.node = new S3Client(nodeProxy.url, up.cred, { signer: opts.signer });
+          if (undiciProxy) clients.undici = new S3Client(undiciProxy.url, up.cred, { signer: opts.signer });
           if (casket) clients.casket = new S3Client(casket.url, admin, { signer: opts.signer });
           if (clients.casket) await createBucket(clients.casket).catch(() => {});
-          const accepts = formProber(clients, { direct: 'd/', nginx: 'n/', node: 'o/', casket: 'c/' });
+          const accepts = formProber(clients, { direct: 'd/', nginx: 'n/', node: 'o/', undici: 'u/', casket: 'c/' });
           for (const size of sizes) {
             for (const payload of payloadsFor(opts, size, true)) {
               const plan = await planForm(payload, accepts, up.name, report);
@@ -1196,6 +1267,26 @@ async function main() {
             }
             for (const c of conc) {
               const cell = { op: 'GetObject', size, conc: c, kind: 'get', label: `${up.name} GetObject ${sizeName(size)} c=${c}` };
+              log(`  ${cell.label}`);
+              addCell(group, cell, await runCell(cell, list, opts), 'direct');
+            }
+          }
+        }
+        if (phases.has('copy')) {
+          // CopyObject of a 4 KiB object and ListObjectsV2 of 1,000 keys: the sources under d/ for the proxies, c/ through casket.
+          await preloadGets(direct, 'd/', 4096, maxConc);
+          await preloadList(direct, 'd/', 1000);
+          if (casket) {
+            const cc = new S3Client(casket.url, admin, { signer: opts.signer });
+            await preloadGets(cc, 'c/', 4096, maxConc);
+            await preloadList(cc, 'c/', 1000);
+            cc.close();
+          }
+          for (const c of conc) {
+            for (const cell of [
+              { op: 'CopyObject', size: 4096, conc: c, kind: 'copy', label: `${up.name} CopyObject 4 KiB c=${c}` },
+              { op: 'ListObjectsV2', size: 0, keys: 1000, conc: c, kind: 'list', label: `${up.name} ListObjectsV2 1,000 keys c=${c}` },
+            ]) {
               log(`  ${cell.label}`);
               addCell(group, cell, await runCell(cell, list, opts), 'direct');
             }
@@ -1262,6 +1353,8 @@ async function main() {
     report.profile = await profile(opts, env);
   }
 
+  report.hashCosts = {};
+  for (const size of sizes) report.hashCosts[size] = await hashCosts(size);
   report.goals = goals(report, opts);
   print(report, opts);
   if (opts.json) {
@@ -1389,9 +1482,55 @@ function rssGoal(b) {
 }
 
 /**
+ * µs of one core per body of `size` for each hash casket may run on a PUT
+ * (SHA-256 for the ETag; MD5 to check an unsigned body's upstream ETag;
+ * CRC32 to verify an aws-chunked trailer), measured in this run — the same
+ * implementations casket uses (dist/vocabulary/checksums.js, as
+ * scripts/bench-checksums.mjs measures them), medians of 5 after a warm-up,
+ * in CPU time of this process.
+ */
+async function hashCosts(size) {
+  const { createChecksum } = await import(join(ROOT, 'dist', 'vocabulary', 'checksums.js'));
+  const buf = randomBytes(size);
+  const pieces = [];
+  for (let i = 0; i < size; i += 64 * 1024) pieces.push(buf.subarray(i, i + 64 * 1024));
+  const time = (make) => {
+    // CPU time of this process, not wall time: on shared cores a wall clock counts other programs' turns too.
+    const once = () => {
+      const t = process.cpuUsage();
+      const reps = size < MiB ? 2000 : 10;
+      for (let r = 0; r < reps; r++) {
+        const h = make();
+        for (const p of pieces) h.update(p);
+        h.digest();
+      }
+      const used = process.cpuUsage(t);
+      return (used.user + used.system) / reps;
+    };
+    once();
+    return median(Array.from({ length: 5 }, once));
+  };
+  return { sha256: time(() => createHash('sha256')), md5: time(() => createHash('md5')), crc32: time(() => createChecksum('crc32')) };
+}
+
+/** The hashing the contract requires of casket for a cell (docs/design.md: SHA-256 ETags; integrity of what the upstream stored). */
+function requiredHashing(cell, costs) {
+  if (cell.op !== 'PutObject' || !costs) return { us: 0, what: 'none' };
+  const c = costs[cell.size];
+  if (!c) return { us: NaN, what: 'not measured' };
+  const form = cell.payload ?? 'signed';
+  // Signed: the upstream verifies the SHA-256 casket sends. Unsigned: nothing but MD5 lets casket check what was stored (RGW takes no trailer).
+  if (form === 'signed') return { us: c.sha256, what: 'SHA-256' };
+  if (form === 'unsigned') return { us: c.sha256 + c.md5, what: 'SHA-256 + MD5' };
+  return { us: c.sha256 + c.md5 + c.crc32, what: 'SHA-256 + MD5 + CRC32' };
+}
+
+/**
  * The performance goals, as README's Performance section states them: casket
- * in front of Ceph RGW, c=8, medians of ≥ 3 alternating runs. Ratios are of
- * req/s (the same as of MiB/s within one cell, all targets moving one size).
+ * in front of Ceph RGW, c=8, medians of ≥ 3 alternating runs, every figure a
+ * ratio to a baseline measured in the same cell. The bare Node proxy is the
+ * cheaper (by CPU per request) of node-proxy.mjs (node:http) and
+ * undici-proxy.mjs in that cell: the fastest Node client is the floor.
  */
 function speedGoals(report, opts) {
   const out = [];
@@ -1400,35 +1539,64 @@ function speedGoals(report, opts) {
   const found = report.upstreams.some((u) => u.name === name);
   const why = report.unavailable.find((u) => u.what === `casket → ${name}` || u.what === name)?.reason;
   const missing = (goal, note) => out.push({ goal, status: 'N/A', figure: 'not measured', note });
-  const ratioGoal = (goal, cell, against, form) => {
-    if (!found) return missing(goal, `RGW not found: ${why ?? 'see "upstreams"'}`);
-    const refused = form && report.refusals.find((r) => r.upstream === name && r.form === form);
-    if (refused) return out.push({ goal, status: 'MISS', figure: `casket refuses ${form}`, note: refused.why });
-    if (!cell) return missing(goal, opts.concurrency.includes(GOAL_CONC) ? 'cell not run' : `c=${GOAL_CONC} not in --concurrency`);
-    const c = cell.results.casket;
-    const b = cell.results[against];
-    if (!c || !b) return missing(goal, `no ${c ? against : 'casket'} in this cell${why ? `: ${why}` : ''}`);
-    const r = c.reqPerS / b.reqPerS;
-    const unit = cell.size >= MiB ? ['mibPerS', 'MiB/s'] : ['reqPerS', 'req/s'];
-    const sentAs = cell.sent?.[against] ? `; ${against} sent ${cell.sent[against]} (${name} refuses ${form} direct)` : '';
-    // The floor for any Node.js proxy, measured in the same cell: where it is itself under 0.9×, so is every Node program.
-    const n = cell.results.node;
-    const floor = n && against !== 'node' ? `; bare Node proxy ${fmt(n.reqPerS / b.reqPerS, 2)}× ${against}, casket ${fmt(c.reqPerS / n.reqPerS, 2)}× it` : '';
-    out.push({ goal, status: r >= 0.9 ? 'PASS' : 'MISS', figure: `${fmt(r, 2)}× (${fmt(c[unit[0]])} vs ${fmt(b[unit[0]])} ${unit[1]}, ${c.runs.length} runs)`, note: (sentAs + floor).slice(2) });
+  const floorOf = (cell) => {
+    const cands = ['node', 'undici'].filter((n) => cell.results[n]);
+    if (!cands.length) return undefined;
+    const by = (k) => cands.reduce((a, b) => (k === 'cpu' ? (cell.results[a].serverCpuUsPerOp <= cell.results[b].serverCpuUsPerOp ? a : b) : cell.results[a].reqPerS >= cell.results[b].reqPerS ? a : b));
+    return { cpu: by('cpu'), tput: by('tput') };
   };
-  for (const op of ['PutObject', 'GetObject']) {
-    const cell = findCell(report, group, op === 'PutObject' ? 'put' : 'get', op, 4096, GOAL_CONC);
-    ratioGoal(`casket → ${name} 4 KiB ${op} c=${GOAL_CONC} ≥ 0.9× nginx`, cell, 'nginx', op === 'PutObject' ? 'signed' : undefined);
+  const cellGoals = (label, cell, tputGoal) => {
+    const cpuGoal = `casket → ${name} ${label} c=${GOAL_CONC}: CPU/op ≤ 1.25 × (bare Node proxy + required hashing)`;
+    const tGoal = tputGoal && `casket → ${name} ${label} c=${GOAL_CONC}: req/s ≥ ${tputGoal}× bare Node proxy`;
+    if (!found) {
+      missing(cpuGoal, `RGW not found: ${why ?? 'see "upstreams"'}`);
+      if (tGoal) missing(tGoal, 'RGW not found');
+      return;
+    }
+    const c = cell?.results.casket;
+    const floor = cell && floorOf(cell);
+    if (!c || !floor) {
+      missing(cpuGoal, !cell ? 'cell not run' : `no ${c ? 'bare Node proxy' : 'casket'} in this cell`);
+      if (tGoal) missing(tGoal, 'cell not run');
+      return;
+    }
+    const load = `load ${fmt(cell.load?.before, 1)}–${fmt(cell.load?.after, 1)}`;
+    const f = cell.results[floor.cpu];
+    const h = requiredHashing(cell, report.hashCosts);
+    const budget = 1.25 * (f.serverCpuUsPerOp + h.us);
+    const cpuRatio = c.serverCpuUsPerOp / (f.serverCpuUsPerOp + h.us);
+    const sent = cell.sent?.[floor.cpu] ? `; ${floor.cpu} sent ${cell.sent[floor.cpu]}` : '';
+    out.push({ goal: cpuGoal, status: c.serverCpuUsPerOp <= budget ? 'PASS' : 'MISS', figure: `${fmt(cpuRatio, 2)}× (${fmt(c.serverCpuUsPerOp, 0)} µs vs ${floor.cpu} ${fmt(f.serverCpuUsPerOp, 0)} + ${h.what} ${fmt(h.us, 0)} µs)`, note: `${load}${sent}` });
+    if (tGoal) {
+      const t = cell.results[floor.tput];
+      const r = c.reqPerS / t.reqPerS;
+      out.push({ goal: tGoal, status: r >= tputGoal ? 'PASS' : 'MISS', figure: `${fmt(r, 2)}× ${floor.tput} (${fmt(c.reqPerS)} vs ${fmt(t.reqPerS)} req/s)`, note: load });
+    }
+  };
+  cellGoals('4 KiB PutObject signed', findCell(report, group, 'put', 'PutObject', 4096, GOAL_CONC), 0.85);
+  cellGoals('4 KiB GetObject', findCell(report, group, 'get', 'GetObject', 4096, GOAL_CONC), 0.85);
+  for (const form of ['signed', 'unsigned', 'chunked-crc32']) {
+    const refused = report.refusals.find((r) => r.upstream === name && r.form === form);
+    if (refused) out.push({ goal: `casket → ${name} 8 MiB PutObject ${form}`, status: 'MISS', figure: `casket refuses ${form}`, note: refused.why });
+    else cellGoals(`8 MiB PutObject ${form}`, findCell(report, group, 'put', 'PutObject', 8 * MiB, GOAL_CONC, form));
   }
-  for (const form of ['unsigned', 'chunked-crc32']) {
-    ratioGoal(`casket → ${name} 8 MiB PutObject ${form} c=${GOAL_CONC} ≥ 0.9× nginx`, findCell(report, group, 'put', 'PutObject', 8 * MiB, GOAL_CONC, form), 'nginx', form);
-  }
-  ratioGoal(`casket → ${name} 8 MiB GetObject c=${GOAL_CONC} ≥ 0.9× direct`, findCell(report, group, 'get', 'GetObject', 8 * MiB, GOAL_CONC), 'direct');
+  cellGoals('8 MiB GetObject', findCell(report, group, 'get', 'GetObject', 8 * MiB, GOAL_CONC), 0.9);
+  cellGoals('CopyObject 4 KiB', findCell(report, group, 'copy', 'CopyObject', 4096, GOAL_CONC));
+  cellGoals('ListObjectsV2 of 1,000 keys', findCell(report, group, 'list', 'ListObjectsV2', 0, GOAL_CONC));
   const big = report.bigUpstream.find((b) => b.where === name);
   const rssGoalName = `casket → ${name}: peak RSS while 1 GiB goes in and out < 150 MiB`;
   if (big) out.push(rssGoal(big));
   else if (!found) missing(rssGoalName, `RGW not found: ${why ?? 'see "upstreams"'}`);
   else missing(rssGoalName, report.unavailable.find((u) => u.what === `big object through casket → ${name}`)?.reason ?? 'big phase not run');
+  // The embedded store against the bare file server (GET) and the raw disk (PUT), same cell.
+  for (const [op, against, want] of [['GetObject', 'files', 0.8], ['PutObject', 'disk', 0.9]]) {
+    const cell = findCell(report, 'embedded', op === 'PutObject' ? 'put' : 'get', op, 4096, GOAL_CONC);
+    const goal = `embedded 4 KiB ${op} c=${GOAL_CONC}: req/s ≥ ${want}× ${against === 'files' ? 'a bare Node file server' : 'raw write+fsync+rename'}`;
+    const c = cell?.results.casket;
+    const b = cell?.results[against];
+    if (!c || !b) missing(goal, cell ? `no ${against} in this cell` : 'cell not run');
+    else out.push({ goal, status: c.reqPerS / b.reqPerS >= want ? 'PASS' : 'MISS', figure: `${fmt(c.reqPerS / b.reqPerS, 2)}× (${fmt(c.reqPerS)} vs ${fmt(b.reqPerS)} req/s)`, note: `load ${fmt(cell.load?.before, 1)}–${fmt(cell.load?.after, 1)}` });
+  }
   return out;
 }
 
@@ -1469,7 +1637,7 @@ function print(report, opts) {
       if (name === 'node' && cell.results.nginx && refName !== 'nginx') ratio += `, ${fmt(r.reqPerS / cell.results.nginx.reqPerS, 2)}× nginx`;
       // A baseline sending another form than the cell's (its upstream refuses the cell's) says which.
       const shown = cell.sent?.[name] ? `${name} as ${cell.sent[name]}` : name;
-      rows.push([cell.group, phase, sizeName(cell.size), cell.conc, shown, fmt(r.reqPerS), fmt(r.mibPerS), fmt(r.p50, 2), fmt(r.p99, 2), ratio, fmt(r.serverCpuUsPerOp, 0), fmt(r.benchCpuUsPerOp, 0), r.errors || '']);
+      rows.push([cell.group, phase, cell.keys ? `${cell.keys} keys` : sizeName(cell.size), cell.conc, shown, fmt(r.reqPerS), fmt(r.mibPerS), fmt(r.p50, 2), fmt(r.p99, 2), ratio, fmt(r.serverCpuUsPerOp, 0), fmt(r.benchCpuUsPerOp, 0), r.errors || '']);
     }
   }
   put();
@@ -1480,14 +1648,14 @@ function print(report, opts) {
     put('casket in front of each upstream, side by side: req/s ratios (= MiB/s ratios within a cell) and server CPU per request');
     put(
       table(
-        ['group', 'phase', 'size', 'c', 'casket req/s', 'casket MiB/s', 'casket/direct', 'casket/nginx', 'nginx/direct', 'node/nginx', 'casket/node', 'casket µs/op', 'nginx µs/op', 'node µs/op', 'direct µs/op'],
+        ['group', 'phase', 'size', 'c', 'casket req/s', 'casket MiB/s', 'casket/direct', 'casket/nginx', 'nginx/direct', 'node/nginx', 'casket/node', 'casket/undici', 'casket µs/op', 'nginx µs/op', 'node µs/op', 'undici µs/op', 'direct µs/op', 'load'],
         upCells.map((cell) => {
-          const { casket, nginx, node, direct } = cell.results;
+          const { casket, nginx, node, undici, direct } = cell.results;
           const ratio = (a, b, who) => (a && b ? `${fmt(a.reqPerS / b.reqPerS, 2)}×${cell.sent?.[who] ? ` (${who} ${cell.sent[who]})` : ''}` : '—');
           return [
-            cell.group, cell.kind === 'put' ? `PutObject ${cell.payload ?? 'signed'}` : cell.op, sizeName(cell.size), cell.conc,
-            fmt(casket.reqPerS), fmt(casket.mibPerS), ratio(casket, direct, 'direct'), ratio(casket, nginx, 'nginx'), ratio(nginx, direct, 'nginx'), ratio(node, nginx, 'node'), ratio(casket, node, 'node'),
-            fmt(casket.serverCpuUsPerOp, 0), fmt(nginx?.serverCpuUsPerOp, 0), fmt(node?.serverCpuUsPerOp, 0), fmt(direct?.serverCpuUsPerOp, 0),
+            cell.group, cell.kind === 'put' ? `PutObject ${cell.payload ?? 'signed'}` : cell.op, cell.keys ? `${cell.keys} keys` : sizeName(cell.size), cell.conc,
+            fmt(casket.reqPerS), fmt(casket.mibPerS), ratio(casket, direct, 'direct'), ratio(casket, nginx, 'nginx'), ratio(nginx, direct, 'nginx'), ratio(node, nginx, 'node'), ratio(casket, node, 'node'), ratio(casket, undici, 'undici'),
+            fmt(casket.serverCpuUsPerOp, 0), fmt(nginx?.serverCpuUsPerOp, 0), fmt(node?.serverCpuUsPerOp, 0), fmt(undici?.serverCpuUsPerOp, 0), fmt(direct?.serverCpuUsPerOp, 0), `${fmt(cell.load?.before, 1)}–${fmt(cell.load?.after, 1)}`,
           ];
         }),
       ),

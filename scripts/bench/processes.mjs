@@ -277,15 +277,30 @@ http {
   return { ...child, child, url: `http://127.0.0.1:${port}` };
 }
 
-/** A bare Node.js pass-through proxy (node-proxy.mjs) to the same upstream: Node's own floor. */
-export async function startNodeProxy({ dir, upstreamUrl, timeoutMs = 10000 }) {
+/**
+ * A bare Node.js pass-through proxy to the same upstream: Node's own floor.
+ * `client` picks the script: 'http' (node-proxy.mjs, node:http client) or
+ * 'undici' (undici-proxy.mjs).
+ */
+export async function startNodeProxy({ dir, upstreamUrl, client = 'http', timeoutMs = 10000 }) {
+  const name = client === 'undici' ? 'undici-proxy' : 'node-proxy';
+  return startScript(name, dir, [upstreamUrl], timeoutMs);
+}
+
+/** A bare Node.js server of files in `root` (file-server.mjs): the embedded store's HTTP floor. */
+export async function startFileServer({ dir, root, timeoutMs = 10000 }) {
+  mkdirSync(root, { recursive: true });
+  return startScript('file-server', dir, [root], timeoutMs);
+}
+
+async function startScript(name, dir, args, timeoutMs) {
   const port = await freePort();
-  const logFile = join(dir, 'node-proxy.log');
-  const script = fileURLToPath(new URL('./node-proxy.mjs', import.meta.url));
-  const child = start('node-proxy', process.execPath, [script, String(port), upstreamUrl], { logFile });
+  const logFile = join(dir, `${name}.log`);
+  const script = fileURLToPath(new URL(`./${name}.mjs`, import.meta.url));
+  const child = start(name, process.execPath, [script, String(port), ...args], { logFile });
   if (!(await waitHttp(port, timeoutMs, child))) {
     await stop(child);
-    throw new NotAvailable(`node-proxy did not start: ${tail(logFile, 500)}`);
+    throw new NotAvailable(`${name} did not start: ${tail(logFile, 500)}`);
   }
   return { ...child, child, url: `http://127.0.0.1:${port}` };
 }

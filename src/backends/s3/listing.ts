@@ -3,13 +3,15 @@
  * asked: s3/operations/list-objects.ts renders v1 or v2), with every ETag
  * rewritten to casket's: from the ETag index (etags.ts) when the upstream
  * ETag is known, else by a HEAD of that key (written around casket, or by
- * another replica before it was indexed).
+ * another replica before it was indexed). The upstream's XML is scanned
+ * rather than parsed in full (listing-xml.ts).
  */
 import { compareKeys } from '../../vocabulary/names.js';
 import type { ListObjectsParams, ListObjectsResult, ObjectInfo } from '../types.js';
 import { headBucket } from './buckets.js';
 import { unquote } from './capabilities.js';
-import { rootOf, type UpstreamClient } from './client.js';
+import { documentOf, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
+import { scanListing, type UpstreamListing } from './listing-xml.js';
 import type { ETagResolver } from './etags.js';
 import type { Versions } from './versions.js';
 
@@ -22,12 +24,10 @@ export async function listObjects(client: UpstreamClient, etags: ETagResolver, v
     await headBucket(client, bucket);
     return { objects: [], commonPrefixes: [], isTruncated: false };
   }
-  const { doc } = await client.xml({ method: 'GET', bucket, query });
-  const result = rootOf<{
-    Contents?: Array<{ Key?: string; ETag?: string; Size?: string; LastModified?: string }>;
-    CommonPrefixes?: Array<{ Prefix?: string }>;
-    IsTruncated?: string;
-  }>(doc);
+  const req: UpstreamRequest = { method: 'GET', bucket, query };
+  const text = await readText(await client.ok(req));
+  // The plain form every S3 server sends, scanned; anything else parsed in full (listing-xml.ts).
+  const result: Partial<UpstreamListing> = scanListing(text) ?? rootOf<UpstreamListing>(documentOf(text, req));
   const contents = (result.Contents ?? []).filter((c) => typeof c.Key === 'string');
   const objects = await mapLimit(contents, 8, async (c): Promise<ObjectInfo | undefined> => {
     const key = c.Key!;
