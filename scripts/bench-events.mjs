@@ -10,7 +10,12 @@
  * Every write appends its event in both runs; what B adds is a reader.
  *
  *   npm run build && node scripts/bench-events.mjs [--duration S] [--runs N] [--concurrency 1,8] [--state sqlite|memory]
- *                                                  [--baseline OTHER/dist/cli.js]
+ *                                                  [--baseline OTHER/dist/cli.js] [--console]
+ *
+ * With --console, B also has the operator console's live activity view open
+ * in Debian's chromium (playwright-core, headless, logged in as the admin):
+ * its own EventSource on the stream, and the write log it loads. Between B
+ * runs the page is blank, so A has no reader at all.
  *
  * With --baseline, A is a casket built from another tree (e.g. before the
  * event log existed) and B this one, neither with a subscriber: what
@@ -38,6 +43,7 @@ const RUNS = Math.max(3, Number(option('--runs', '5')));
 const CONCURRENCY = option('--concurrency', '1,8').split(',').map(Number);
 const STATE = option('--state', 'sqlite');
 const BASELINE = option('--baseline', undefined);
+const CONSOLE = args.includes('--console');
 const SIZE = 4096;
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 
@@ -111,6 +117,26 @@ async function subscribe(url, cred) {
   };
 }
 
+/** A headless chromium logged in to the console; `open()` shows the live activity view until `close()`. */
+async function consoleBrowser(url, cred) {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: process.env.CASKET_TEST_CHROMIUM ?? '/usr/bin/chromium', headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-gpu'] });
+  const page = await browser.newPage();
+  await page.goto(`${url}/_casket/console/login`);
+  await page.fill('#accessKeyId', cred.accessKeyId);
+  await page.fill('#secretAccessKey', cred.secretAccessKey);
+  await Promise.all([page.waitForURL(/\/_casket\/console\/?(#.*)?$/), page.press('#secretAccessKey', 'Enter')]);
+  return {
+    async open() {
+      await page.goto(`${url}/_casket/console/#/activity`);
+      await page.waitForSelector('.status[data-state="live"]', { timeout: 10_000 });
+    },
+    close: () => page.goto('about:blank'),
+    quit: () => browser.close(),
+  };
+}
+
+let browser;
 try {
   const admin = { accessKeyId: `ADMIN${randomBytes(6).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(24).toString('base64url') };
   const credentialsFile = join(dir, 'credentials.json');
@@ -119,6 +145,7 @@ try {
   if ((await new S3Client(casket.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
   const baseline = BASELINE && (await startCasket({ cli: resolve(BASELINE), dataDir: join(dir, 'baseline'), credentialsFile, logFile: join(dir, 'baseline.log'), extraArgs: ['--state', STATE] }));
   if (baseline && (await new S3Client(baseline.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
+  if (CONSOLE) browser = await consoleBrowser(casket.url, admin);
   // Warm up (JIT), with and without a reader.
   await run(casket.url, admin, 8);
   if (baseline) await run(baseline.url, admin, 8);
@@ -130,6 +157,7 @@ try {
 
   console.log(`4 KiB PutObject (signed, unconditional), embedded store, --state ${STATE}; ${RUNS} alternating runs of ${DURATION_MS / 1000} s, medians`);
   if (baseline) console.log(`A: ${BASELINE}; B: this tree; no subscriber on either`);
+  if (browser) console.log('B: the SSE subscriber and the console live view open in chromium');
   console.log('| c | no subscriber: req/s · p50 · p99 · casket CPU/PUT | 1 SSE subscriber: req/s · p50 · p99 · casket CPU/PUT | B/A req/s | B/A CPU | records the subscriber got / PUTs |');
   console.log('|---|---|---|---|---|---|');
   for (const conc of CONCURRENCY) {
@@ -144,7 +172,9 @@ try {
         else if (baseline) b.push(await run(casket.url, admin, conc, casket.pid));
         else {
           const sub = await subscribe(casket.url, admin);
+          if (browser) await browser.open();
           const r = await run(casket.url, admin, conc, casket.pid);
+          if (browser) await browser.close();
           // Let the subscriber catch up with the run's last records before counting.
           await new Promise((r) => setTimeout(r, 300));
           got += await sub.close();
@@ -163,6 +193,7 @@ try {
   await stop(casket);
   if (baseline) await stop(baseline);
 } finally {
+  await browser?.quit();
   await stopAll();
   rmSync(dir, { recursive: true, force: true });
 }
