@@ -177,13 +177,24 @@ export class S3Backend implements Backend {
   }
 
   async headObject(bucket: string, key: string, versionId?: string): Promise<ObjectInfo | null> {
-    if (versionId !== undefined) return (await this.versionReads.head(bucket, key, versionId)).info;
+    if (await this.byVersion(bucket, versionId)) return (await this.versionReads.head(bucket, key, versionId!)).info;
     return this.objects.headObject(bucket, key);
   }
 
-  getObject(bucket: string, key: string, versionId?: string): Promise<ObjectReader | null> {
-    if (versionId !== undefined) return this.versionReads.get(bucket, key, versionId);
+  async getObject(bucket: string, key: string, versionId?: string): Promise<ObjectReader | null> {
+    if (await this.byVersion(bucket, versionId)) return this.versionReads.get(bucket, key, versionId!);
     return this.objects.getObject(bucket, key);
+  }
+
+  /**
+   * Whether a read names a version the upstream must find. In a bucket never
+   * versioned, "null" is the one version there is — the current object — and
+   * is read as such: moto answers 400 to `?versionId=null` there, where AWS
+   * serves the object.
+   */
+  private async byVersion(bucket: string, versionId: string | undefined): Promise<boolean> {
+    if (versionId === undefined) return false;
+    return versionId !== 'null' || (await this.bucketVersioning.isVersioned(bucket));
   }
 
   listObjectVersions(bucket: string, params: ListVersionsParams): Promise<ListVersionsResult | undefined> {
