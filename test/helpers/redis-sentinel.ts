@@ -54,6 +54,14 @@ export interface RedisGroup {
   failedOver(old: number, replicas: number): Promise<number>;
   /** Resolves once the primary on `port` has `replicas` replicas whose link is up, and every sentinel sees them. */
   inSync(port: number, replicas: number): Promise<void>;
+  /**
+   * Resolves to the primary, whichever it is, once it has `replicas` replicas
+   * in sync seen by every sentinel. On a loaded machine the sentinels
+   * (down-after-milliseconds 1000) may fail over once more on their own while
+   * a returning node syncs: this follows that primary rather than waiting on
+   * one that is no longer primary.
+   */
+  settled(replicas: number): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -171,6 +179,26 @@ export async function startRedisGroup(options: { replicas?: number } = {}): Prom
     throw e;
   }
 
+  /** The primary on `port` has `replicas` replicas whose link is up, and every sentinel sees them. */
+  const synced = async (port: number, replicas: number): Promise<boolean> => {
+    const info = await replicationInfo(port).catch(() => undefined);
+    if (info?.role !== 'master') return false;
+    const up = Object.entries(info).filter(([k, v]) => /^slave\d+$/.test(k) && v.includes('state=online')).length;
+    if (up < replicas) return false;
+    // Every sentinel must know them too, or the next failover has no replica to pick.
+    for (const s of sentinels) {
+      const list = (await ask(s.port, 'SENTINEL', 'replicas', GROUP).catch(() => [])) as string[][];
+      const healthy = list.filter((fields) => {
+        const flags = fields[fields.indexOf('flags') + 1] ?? '';
+        const link = fields[fields.indexOf('master-link-status') + 1];
+        return !flags.includes('down') && !flags.includes('disconnected') && link === 'ok';
+      });
+      if (healthy.length < replicas) return false;
+      const peers = (await ask(s.port, 'SENTINEL', 'sentinels', GROUP).catch(() => [])) as unknown[];
+      if (peers.length < sentinels.length - 1) return false;
+    }
+    return true;
+  };
   const group: RedisGroup = {
     sentinels: sentinels.map((s) => `127.0.0.1:${s.port}`).join(','),
     nodes: data.map((n) => n.port),
@@ -199,27 +227,23 @@ export async function startRedisGroup(options: { replicas?: number } = {}): Prom
       await group.inSync(now, replicas);
       return now;
     },
-    async inSync(port, replicas) {
+    async settled(replicas) {
+      let settled = 0;
       await until(
         async () => {
-          const info = await replicationInfo(port).catch(() => undefined);
-          if (info?.role !== 'master') return false;
-          const up = Object.entries(info).filter(([k, v]) => /^slave\d+$/.test(k) && v.includes('state=online')).length;
-          if (up < replicas) return false;
-          // Every sentinel must know them too, or the next failover has no replica to pick.
-          for (const s of sentinels) {
-            const list = (await ask(s.port, 'SENTINEL', 'replicas', GROUP).catch(() => [])) as string[][];
-            const healthy = list.filter((fields) => {
-              const flags = fields[fields.indexOf('flags') + 1] ?? '';
-              const link = fields[fields.indexOf('master-link-status') + 1];
-              return !flags.includes('down') && !flags.includes('disconnected') && link === 'ok';
-            });
-            if (healthy.length < replicas) return false;
-            const peers = (await ask(s.port, 'SENTINEL', 'sentinels', GROUP).catch(() => [])) as unknown[];
-            if (peers.length < sentinels.length - 1) return false;
-          }
+          const now = await group.primary().catch(() => 0);
+          if (now === 0 || !(await synced(now, replicas))) return false;
+          settled = now;
           return true;
         },
+        `a primary with ${replicas} replicas in sync, seen by every sentinel`,
+        60_000,
+      );
+      return settled;
+    },
+    async inSync(port, replicas) {
+      await until(
+        () => synced(port, replicas),
         `the primary on ${port} to have ${replicas} replicas in sync, seen by every sentinel`,
         30_000,
       );

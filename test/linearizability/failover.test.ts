@@ -122,13 +122,14 @@ async function oneRun(run: number) {
     await until(() => recovered.length >= 1 || unexpected.length > 0, 'agent writes to be acknowledged after the first failover', RECOVERY_MS);
     // The old primary returns, empty: Sentinel makes it a replica of the new one.
     await group.restart(firstPrimary);
-    await group.inSync(second, 2);
+    // Usually still `second`; on a loaded machine the sentinels may have moved on by themselves.
+    const before = await group.settled(2);
     await until(() => figures.attempts >= ATTEMPTS / 2 || unexpected.length > 0, 'half the attempts', RUN_BUDGET_MS);
     kills.push(Date.now());
-    await group.kill(second);
-    const third = await group.failedOver(second, 1);
+    await group.kill(before);
+    const third = await group.failedOver(before, 1);
     await until(() => recovered.length >= 2 || unexpected.length > 0, 'agent writes to be acknowledged after the second failover', RECOVERY_MS);
-    return [firstPrimary, second, third];
+    return before === second ? [firstPrimary, second, third] : [firstPrimary, second, before, third];
   })();
   failovers.catch(() => (done = true));
 
@@ -178,13 +179,13 @@ async function oneRun(run: number) {
         `primary now ${await group.primary().catch(() => '?')}; last causes logged: ${causes.join(' | ')}`,
     );
   }
-  const [firstPrimary, second, third] = outcome.primaries;
+  const primaries = outcome.primaries;
   const last = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
   const final = { etag: last.ETag!, value: Number((await bytes(last.Body)).toString()) };
   const verdict = checkChain(start, acks, final);
   const recovery = recovered.map((at, i) => at - kills[i]!);
   console.log(
-    `failover run ${run} (${upstream.kind}): primary ${firstPrimary} → ${second} → ${third}; ${figures.attempts} attempts, ${figures.acknowledged} acknowledged ` +
+    `failover run ${run} (${upstream.kind}): primary ${primaries.join(' → ')}; ${figures.attempts} attempts, ${figures.acknowledged} acknowledged ` +
       `(${acks.filter((a) => a.agent).length} by agents), ${figures.conflicts} conflicts (412), ${figures.unavailable} unavailable (503); ` +
       `agent writes acknowledged again ${recovery.map((ms) => `${(ms / 1000).toFixed(1)} s`).join(' and ')} after each kill; ` +
       `final value ${final.value}, ${((Date.now() - began) / 1000).toFixed(1)} s, chain ${verdict.ok ? 'holds: 0 lost updates' : 'BROKEN'}`,
