@@ -15,6 +15,7 @@
  * policies exist (docs/design.md §7); the feed sees writes made through casket (the
  * write log), not writes made around it upstream.
  */
+import { readWhole } from './backends/read-whole.js';
 import type { CredentialLookup } from './auth/credentials.js';
 import { verifySigV4, type AuthResult, type SignedRequest } from './auth/sigv4.js';
 import { diffVersions, isText, type Version } from './changes/diff.js';
@@ -78,15 +79,7 @@ async function versionOf(services: Services, bucket: string, key: string, etag: 
     reader.release?.();
     return undefined;
   }
-  let content: Buffer;
-  if (reader.inline) {
-    content = reader.inline();
-    reader.release?.();
-  } else {
-    const chunks: Buffer[] = [];
-    for await (const chunk of reader.open()) chunks.push(chunk as Buffer);
-    content = Buffer.concat(chunks);
-  }
+  const content = await readWhole(reader);
   // The current version names its own agent; a person's version is looked up, as a retained one is.
   return { etag: info.etag, content, ...(info.writer ? { writer: info.writer } : await writerOf(services, bucket, key, info.etag)) };
 }

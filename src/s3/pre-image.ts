@@ -9,6 +9,7 @@
  * fails is simply not kept, and a later rollback reports that key as
  * unrecoverable rather than guess. The write itself is never refused for it.
  */
+import { readWhole } from '../backends/read-whole.js';
 import type { Services } from './context.js';
 
 export async function keepPreImage(services: Services, bucket: string, key: string): Promise<void> {
@@ -23,16 +24,7 @@ export async function keepPreImage(services: Services, bucket: string, key: stri
       reader.release?.();
       return;
     }
-    let content: Buffer;
-    if (reader.inline) {
-      content = reader.inline();
-      reader.release?.();
-    } else {
-      const chunks: Buffer[] = [];
-      for await (const chunk of reader.open()) chunks.push(chunk as Buffer);
-      content = Buffer.concat(chunks);
-    }
-    await preImages.kept(info.etag, content);
+    await preImages.kept(info.etag, await readWhole(reader));
   } catch (err) {
     services.log.warn({ error: err instanceof Error ? err.message : String(err), bucket, key }, 'pre-image not kept');
   }
