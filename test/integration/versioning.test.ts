@@ -55,12 +55,13 @@ describe('bucket versioning configuration', () => {
     expect((await t.s3.send(new GetBucketVersioningCommand({ Bucket: b }))).Status).toBe('Enabled');
     await enable(b, 'Suspended');
     expect((await t.s3.send(new GetBucketVersioningCommand({ Bucket: b }))).Status).toBe('Suspended');
-    if (!embedded) return;
-    const bogus = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${b}?versioning`, body: '<VersioningConfiguration><Status>On</Status></VersioningConfiguration>' });
-    expect([bogus.status, errorCode(bogus.body)]).toEqual([400, 'IllegalVersioningConfigurationException']);
-    const broken = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${b}?versioning`, body: '<VersioningConfiguration><Status>' });
-    expect([broken.status, errorCode(broken.body)]).toEqual([400, 'MalformedXML']);
-    expect((await t.s3.send(new GetBucketVersioningCommand({ Bucket: b }))).Status).toBe('Suspended');
+    if (embedded) {
+      const bogus = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${b}?versioning`, body: '<VersioningConfiguration><Status>On</Status></VersioningConfiguration>' });
+      expect([bogus.status, errorCode(bogus.body)]).toEqual([400, 'IllegalVersioningConfigurationException']);
+      const broken = await raw(t.casket.url, t.casket.admin, { method: 'PUT', path: `/${b}?versioning`, body: '<VersioningConfiguration><Status>' });
+      expect([broken.status, errorCode(broken.body)]).toEqual([400, 'MalformedXML']);
+      expect((await t.s3.send(new GetBucketVersioningCommand({ Bucket: b }))).Status).toBe('Suspended');
+    }
   });
 });
 
@@ -171,13 +172,14 @@ describe('a Suspended bucket', () => {
     expect(listed.Versions![0]).toMatchObject({ VersionId: 'null', ETag: etagOf('suspended-2'), IsLatest: true });
     // moto 5 drops the versions made while Enabled when a Suspended bucket's null version is
     // replaced, and answers 400 to ?versionId=null: what it keeps is shown, with casket's ETag.
-    if (upstreamKindFromEnv() === 'moto') return;
-    expect(listed.Versions!.map((v) => [v.VersionId, v.ETag, v.IsLatest])).toEqual([
-      ['null', etagOf('suspended-2'), true],
-      [enabledVersion, etagOf('enabled'), false],
-    ]);
-    const head = await t.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'k', VersionId: 'null' }));
-    expect([head.ETag, head.VersionId]).toEqual([etagOf('suspended-2'), 'null']);
+    if (upstreamKindFromEnv() !== 'moto') {
+      expect(listed.Versions!.map((v) => [v.VersionId, v.ETag, v.IsLatest])).toEqual([
+        ['null', etagOf('suspended-2'), true],
+        [enabledVersion, etagOf('enabled'), false],
+      ]);
+      const head = await t.s3.send(new HeadObjectCommand({ Bucket: b, Key: 'k', VersionId: 'null' }));
+      expect([head.ETag, head.VersionId]).toEqual([etagOf('suspended-2'), 'null']);
+    }
   });
 });
 
