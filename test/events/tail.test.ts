@@ -1,0 +1,126 @@
+/**
+ * Streams that have caught up share one read of the event log
+ * (events/tail.ts): however many subscribers are connected, each event is
+ * read and encoded once, and every subscriber — caught up, resuming from
+ * further back, or joining while events arrive — still gets exactly the
+ * events after its cursor, in log order, none twice and none missing.
+ */
+import { describe, expect, it } from 'vitest';
+import type { EventLog } from '../../src/events/log.js';
+import { MemoryEventLog } from '../../src/events/memory-log.js';
+import { recordOf } from '../../src/events/record.js';
+import { eventsEndpoint } from '../../src/events/stream.js';
+import { EventTail } from '../../src/events/tail.js';
+import { until } from '../helpers/poll.js';
+
+const record = (key: string) => recordOf({ kind: 'written', operation: 'PutObject', bucket: key.startsWith('x') ? 'other' : 'b', key, requestId: 'r', etag: 'e', size: 1 }, 'us-east-1');
+
+/** A real memory log that counts its reads. */
+class CountingLog extends MemoryEventLog implements EventLog {
+  reads = 0;
+  override read(after: string, limit: number) {
+    this.reads++;
+    return super.read(after, limit);
+  }
+}
+
+/** Reads a stream in the background, collecting its ids in order. */
+function collect(res: Response) {
+  const ids: number[] = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = '';
+  const done = (async () => {
+    for (;;) {
+      const { done: end, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
+      if (end) return;
+      text += decoder.decode(value);
+      const cut = text.lastIndexOf('\n\n');
+      if (cut < 0) continue;
+      for (const m of text.slice(0, cut).matchAll(/^id: (\d+)$/gm)) ids.push(Number(m[1]));
+      text = text.slice(cut + 2);
+    }
+  })();
+  return { ids, close: async () => { await reader.cancel(); await done; } };
+}
+
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+describe('the shared tail of the event log', () => {
+  it('five caught-up subscribers cost one read of the log per batch, not one each', async () => {
+    const log = new CountingLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5 });
+    const subs = await Promise.all(Array.from({ length: 5 }, async () => collect(await endpoint(new Request('http://casket/_casket/events')))));
+    const before = log.reads;
+    for (let i = 1; i <= 300; i++) await log.append(record(`k${i}`));
+    await until(async () => subs.every((s) => s.ids.length === 300), 'every subscriber has the 300 events');
+    for (const s of subs) expect(s.ids).toEqual(range(1, 300));
+    // One batch, appended at once: read once (a page of 500), not five times.
+    expect(log.reads - before).toBe(1);
+    await Promise.all(subs.map((s) => s.close()));
+  });
+
+  it('subscribers caught up, resuming from further back, filtered and joining mid-flow each get exactly their events, in order', async () => {
+    const log = new CountingLog();
+    // The tail starts at the head when the first subscriber joins: the
+    // resumed reader starts behind it and catches up on its own. A tail of
+    // 50 events is trimmed many times over the run.
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 2, pageSize: 40, tailEvents: 50 });
+    for (let i = 1; i <= 120; i++) await log.append(record(`k${i}`));
+    const live = collect(await endpoint(new Request('http://casket/_casket/events')));
+    const resumed = collect(await endpoint(new Request('http://casket/_casket/events', { headers: { 'last-event-id': '7' } })));
+    const filtered = collect(await endpoint(new Request('http://casket/_casket/events?bucket=other')));
+    let late: ReturnType<typeof collect> | undefined;
+    let lateFrom = 0;
+    // Appends in bursts with pauses, so the tail reads many times while readers join.
+    for (let i = 121; i <= 1120; i++) {
+      await log.append(record(i % 10 === 0 ? `x${i}` : `k${i}`));
+      if (i % 97 === 0) await new Promise((r) => setTimeout(r, 3));
+      if (i === 600) {
+        lateFrom = Number(await log.head()) + 1;
+        late = collect(await endpoint(new Request('http://casket/_casket/events')));
+      }
+    }
+    await until(async () => live.ids.length === 1000 && resumed.ids.length === 1113 && filtered.ids.length === 100 && late!.ids.length === 1120 - lateFrom + 1, 'every subscriber has its events');
+    expect(live.ids).toEqual(range(121, 1120));
+    expect(resumed.ids).toEqual(range(8, 1120));
+    expect(filtered.ids).toEqual(range(121, 1120).filter((i) => i % 10 === 0));
+    expect(late!.ids).toEqual(range(lateFrom, 1120));
+    await Promise.all([live, resumed, filtered, late!].map((s) => s.close()));
+  });
+});
+
+describe('EventTail', () => {
+  it('answers a cursor only with exactly the events after it, through every trim', async () => {
+    const log = new MemoryEventLog();
+    const tail = new EventTail(log, { keep: 10, pageSize: 7, batchMs: 0 });
+    await tail.join();
+    let appended = 0;
+    let answered = 0;
+    for (let round = 0; round < 40; round++) {
+      const read = new Promise<void>((resolve) => {
+        const off = tail.onNews(() => {
+          off();
+          resolve();
+        });
+      });
+      const burst = 1 + (round % 6);
+      for (let i = 0; i < burst; i++) await log.append(record(`k${++appended}`));
+      await read;
+      // Every cursor from before the first event to the newest: undefined, or exactly what follows it.
+      for (let cursor = 0; cursor <= appended; cursor++) {
+        const after = tail.after(String(cursor));
+        if (after === undefined) continue;
+        answered++;
+        expect(after.map((e) => Number(e.id))).toEqual(range(cursor + 1, appended));
+        for (const e of after) expect(e.text).toBe(`id: ${e.id}\ndata: ${JSON.stringify({ Records: [e.record] })}\n\n`);
+      }
+      // The newest events are always held: a caught-up reader never reads the log.
+      expect(tail.after(String(appended))).toEqual([]);
+      expect(tail.after(String(appended - 1))?.map((e) => e.id)).toEqual([String(appended)]);
+    }
+    // It held at least the last `keep` events after every trim (10 cursors × 40 rounds).
+    expect(answered).toBeGreaterThanOrEqual(400);
+    tail.leave();
+  });
+});
