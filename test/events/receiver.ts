@@ -27,6 +27,8 @@ export interface Receiver {
   answer: Answer | ((n: number) => Answer);
   /** Deliveries answered 2xx, in order. */
   acknowledged(): Delivery[];
+  /** Hung deliveries whose connection casket still holds open (it has not given up on them yet). */
+  hanging(): number;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function startReceiver(secret: string): Promise<Receiver> {
     deliveries: [],
     answer: 'ok',
     acknowledged: () => receiver.deliveries.filter((d) => d.answered === 'ok'),
+    hanging: () => hung.filter((res) => !res.destroyed && !res.socket?.destroyed).length,
     close: async () => {
       for (const res of hung) res.destroy();
       server.closeAllConnections();

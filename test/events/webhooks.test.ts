@@ -84,20 +84,18 @@ describe('webhooks', () => {
   });
 
   it('a hanging receiver never slows a write; its event is dropped after the last attempt, and later ones arrive once it recovers', async () => {
-    const { receiver, casket, admin } = await setup({ timeoutMs: 1500, attempts: 2, backoffMs: 20, maxBackoffMs: 20 });
+    const { receiver, casket, admin } = await setup({ timeoutMs: 5000, attempts: 2, backoffMs: 20, maxBackoffMs: 20 });
     receiver.answer = (n) => (n <= 2 ? 'hang' : 'ok');
     await admin.send(new PutObjectCommand({ Bucket: 'hooks', Key: 'stuck', Body: 'x' }));
     await until(async () => receiver.deliveries.length >= 1, 'the first delivery reaches the receiver');
-    // The receiver holds the delivery open: writes go on at their own pace.
-    const times: number[] = [];
-    for (let i = 0; i < 10; i++) {
-      const t = performance.now();
-      await admin.send(new PutObjectCommand({ Bucket: 'hooks', Key: `fast-${i}`, Body: 'y' }));
-      times.push(performance.now() - t);
-    }
+    // The receiver holds the delivery open: every write is acknowledged
+    // while casket still waits on it (judged by the open connection, not
+    // by a clock, so a loaded machine cannot fail it).
+    for (let i = 0; i < 10; i++) await admin.send(new PutObjectCommand({ Bucket: 'hooks', Key: `fast-${i}`, Body: 'y' }));
+    expect(receiver.hanging()).toBe(1);
+    expect(receiver.deliveries).toHaveLength(1);
     expect(receiver.acknowledged()).toHaveLength(0);
-    expect(Math.max(...times)).toBeLessThan(500);
-    await until(async () => (await metric(casket, 'casket_webhook_dropped_total', 'hook')) === 1, 'the hung event dropped', 15_000);
+    await until(async () => (await metric(casket, 'casket_webhook_dropped_total', 'hook')) === 1, 'the hung event dropped', 30_000);
     await until(async () => receiver.acknowledged().length >= 10, 'the later events delivered', 15_000);
     expect(receiver.acknowledged().map((d) => d.record.s3.object.key)).toEqual(Array.from({ length: 10 }, (_, i) => `fast-${i}`));
     expect(await metric(casket, 'casket_webhook_failed_total', 'hook')).toBe(2);
