@@ -1,10 +1,9 @@
 /**
- * The wiring behind src/mcp/door.ts: an MCP tool's S3 request runs through
- * s3/handle.ts in-process — the same policy check, agent identity, guard,
+ * The wiring behind src/mcp/door.ts: how the MCP endpoint authenticates a
+ * caller (bearer token or SigV4), and an MCP tool's S3 request run in-process
+ * through s3/in-process.ts — the same policy check, agent identity, guard,
  * read stamps, write log, retention and metrics as a request from the wire
- * (docs/design.md §8, "one guard"). Only the signature step differs: the MCP
- * endpoint authenticated the caller (bearer token or SigV4), and handle.ts
- * takes that result as `verified`.
+ * (docs/design.md §8, "one guard").
  */
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
@@ -15,7 +14,8 @@ import { resolveAgent } from './guard/identity.js';
 import { readToken, tokenHolds } from './mcp/token.js';
 import { changesFor, diffFor } from './agent-changes.js';
 import type { Services } from './s3/context.js';
-import { handleS3, type HandleOptions, type Outcome } from './s3/handle.js';
+import type { HandleOptions, Outcome } from './s3/handle.js';
+import { callInProcess, readBody } from './s3/in-process.js';
 import { NotAuthenticated, type Caller, type CasketDoor, type EndpointRequest, type S3Answer, type S3Call } from './mcp/door.js';
 import { S3Error, isS3Error } from './vocabulary/errors.js';
 
@@ -26,36 +26,20 @@ const EMPTY_SHA256 = createHash('sha256').digest('hex');
 /** The credential behind each caller the endpoint authenticated (a session's is in no static lookup). */
 const credentials = new WeakMap<Caller, Credential>();
 
-/** The AuthResult of a caller the MCP endpoint verified: every header casket sets is "signed" (x-casket-merge must be). */
-function verifiedAs(lookup: CredentialLookup, caller: Caller, headers: Record<string, string>, sha256: string, region: string): AuthResult {
+/** The credential of a caller the MCP endpoint verified. */
+function credentialOf(lookup: CredentialLookup, caller: Caller): Credential {
   const credential = credentials.get(caller) ?? lookup(caller.accessKeyId);
   if (!credential) throw new S3Error('InvalidAccessKeyId', 'The access key of this MCP session no longer exists.');
-  return { credential, presigned: false, payloadMode: 'literal', declaredSha256: sha256, signedHeaders: Object.keys(headers), region };
+  return credential;
 }
 
-function encodeKey(key: string): string {
-  return key.split('/').map(encodeURIComponent).join('/');
-}
-
-async function readAll(body: unknown, maxBytes: number): Promise<Buffer | 'too-large'> {
-  if (body === undefined) return Buffer.alloc(0);
-  if (typeof body === 'string') return Buffer.from(body);
-  if (Buffer.isBuffer(body)) return body;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body as Readable) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
-      (body as Readable).destroy();
-      return 'too-large';
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
+/** The AuthResult of a caller the MCP endpoint verified, for the introspection endpoints (no request body). */
+function verifiedAs(lookup: CredentialLookup, caller: Caller, region: string): AuthResult {
+  return { credential: credentialOf(lookup, caller), presigned: false, payloadMode: 'literal', declaredSha256: EMPTY_SHA256, signedHeaders: [], region };
 }
 
 export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number }): CasketDoor {
-  const auth = (caller: Caller) => verifiedAs(options.lookup, caller, {}, EMPTY_SHA256, services.region);
+  const auth = (caller: Caller) => verifiedAs(options.lookup, caller, services.region);
   return {
     async authenticate(req: EndpointRequest): Promise<Caller | undefined> {
       const authorization = req.headers.authorization;
@@ -98,39 +82,29 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
     diffMaxBytes: settings.diffMaxBytes,
     async s3(caller: Caller, call: S3Call, read): Promise<S3Answer> {
       const started = process.hrtime.bigint();
-      const body = call.body ?? Buffer.alloc(0);
-      const sha256 = createHash('sha256').update(body).digest('hex');
-      const headers: Record<string, string> = { host: 'casket.mcp', 'user-agent': 'casket-mcp', 'x-amz-content-sha256': sha256, ...call.headers };
-      if (call.body) headers['content-length'] = String(body.length);
-      // The agent the caller is bound to: resolveAgent (guard/identity.ts) refuses a key bound to another.
-      if (caller.agent !== undefined) headers[options.agentHeader] = caller.agent;
-      const path = `/${encodeURIComponent(call.bucket)}${call.key !== undefined ? `/${encodeKey(call.key)}` : ''}`;
-      let verified: AuthResult;
+      const sent = call.body?.length ?? 0;
+      let credential: Credential;
       try {
-        verified = verifiedAs(options.lookup, caller, headers, sha256, services.region);
+        credential = credentialOf(options.lookup, caller);
       } catch (e) {
         const err = e as S3Error;
         return { status: err.status, headers: {}, failure: { status: err.status, code: err.code, message: err.message, fields: {} } };
       }
-      const outcome = await handleS3(
-        { method: call.method, url: call.query ? `${path}?${call.query}` : path, headers, body: Readable.from(call.body ? [body] : []), sendContinue: () => {}, verified },
-        services,
-        options,
-      );
+      const outcome = await callInProcess(services, options, credential, { host: 'casket.mcp', userAgent: 'casket-mcp', ...(caller.agent !== undefined && { agent: caller.agent }) }, call);
       const res = outcome.response;
       if (outcome.error) {
         if (res.body instanceof Readable) res.body.destroy();
-        record(outcome, started, true, 0, body.length);
+        record(outcome, started, true, 0, sent);
         const fields: Record<string, string | undefined> = {};
         for (const [k, v] of Object.entries(outcome.error.fields)) fields[k] = v === undefined ? undefined : String(v);
         return { status: res.status, headers: res.headers, failure: { status: res.status, code: outcome.error.code, message: outcome.error.message, fields } };
       }
       let content: Buffer | undefined;
       if (call.method !== 'HEAD') {
-        const whole = await readAll(res.body, read?.maxBytes ?? 16 * 1024 * 1024);
-        if (whole === 'too-large') {
+        const whole = await readBody(res.body, read?.maxBytes ?? 16 * 1024 * 1024, 'stop');
+        if (whole === undefined) {
           await res.onFinish?.(false);
-          record(outcome, started, false, 0, body.length);
+          record(outcome, started, false, 0, sent);
           const message = `The object is larger than ${read?.maxBytes} bytes, the most this tool reads.`;
           return { status: 400, headers: res.headers, failure: { status: 400, code: 'EntityTooLarge', message, fields: {} } };
         }
@@ -142,7 +116,7 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       const decide = read?.stamp ?? 'full';
       const kind = typeof decide === 'function' ? decide(content ?? Buffer.alloc(0)) : decide;
       if (kind !== 'none') await res.onFinish?.(kind === 'full');
-      record(outcome, started, true, content?.length ?? 0, body.length);
+      record(outcome, started, true, content?.length ?? 0, sent);
       return { status: res.status, headers: res.headers, ...(content && { body: content }) };
     },
     async diff(caller, bucket, key, from, to) {
