@@ -51,6 +51,11 @@ describe('parsePolicy: what it accepts, and that it enforces what it read', () =
     }
   });
 
+  it('a Deny statement is read, and beats the Allow', () => {
+    const p = parsePolicy({ Statement: [allow(), { Effect: 'Deny', Action: 's3:GetObject', Resource: 'arn:aws:s3:::b/k' }] });
+    expect(evaluate(p, get)).toBe('explicit-deny');
+  });
+
   it('a Sid is kept with its statement', () => {
     expect(parsePolicy({ Statement: [allow({ Sid: 'ReadAll' })] }).statements[0]).toMatchObject({ sid: 'ReadAll', effect: 'Allow' });
     expect(parsePolicy({ Statement: [allow()] }).statements[0]).not.toHaveProperty('sid');
