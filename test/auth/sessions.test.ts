@@ -47,11 +47,14 @@ describe('withSession', () => {
     expect(lookup(keys.accessKeyId)).toMatchObject({ accessKeyId: keys.accessKeyId, secretAccessKey: keys.secretAccessKey, agent: 'alice' });
     expect(lookup('AKIASTATIC')).toBeDefined();
   });
-  it.each<[string, SessionRecord | undefined, { accessKeyId: string; token: string }, string]>([
-    ['expired', record({ expiresAt: now }), request, '403 ExpiredToken'],
-    ['revoked', record({ revoked: true }), request, '403 AccessDenied'],
-    ['another token', record(), { ...request, token: `${keys.sessionToken}x` }, '400 InvalidToken'],
-  ])('%s → %s', async (_name, r, req, expected) => {
+  // The expected answer comes second so the title names it: a title that
+  // printed the record would hold this run's random keys, and Stryker picks
+  // the tests to run against a mutant by title.
+  it.each<[string, string, SessionRecord | undefined, { accessKeyId: string; token: string }]>([
+    ['expired', '403 ExpiredToken', record({ expiresAt: now }), request],
+    ['revoked', '403 AccessDenied', record({ revoked: true }), request],
+    ['another token', '400 InvalidToken', record(), { ...request, token: `${keys.sessionToken}x` }],
+  ])('%s → %s', async (_name, expected, r, req) => {
     expect(await code(withSession(statics, source(r), req, now))).toBe(expected);
   });
   it('an unknown session leaves the lookup as it was (InvalidAccessKeyId at the signature check)', async () => {
