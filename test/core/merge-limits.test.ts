@@ -14,7 +14,7 @@ import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { until } from '../helpers/poll.js';
 import { raw, send, signRequest, xmlField } from '../helpers/raw.js';
 import { etagOf } from '../helpers/suite.js';
-import { subscribe, type Subscription } from '../events/sse.js';
+import { subscribe, type Rec, type Subscription } from '../events/sse.js';
 
 const LIMIT = 200;
 const bucket = 'edges';
@@ -118,7 +118,7 @@ describe('where the versions come from', () => {
     const base = await read(bob, 'evented.txt');
     const theirs = (await put(carol, 'evented.txt', lines({ 4: 'carol' }))).headers.etag as string;
     expect((await merge(bob, 'evented.txt', base, lines({ 6: 'bob' }))).status).toBe(200);
-    const mine = (all: Array<{ s3: { object: { key: string } } }>) => all.filter((r) => r.s3.object.key === 'evented.txt');
+    const mine = (all: Rec[]) => all.filter((r) => r.s3.object.key === 'evented.txt');
     const records = mine(await stream.until((all) => mine(all).length >= 3));
     expect(records.map((r) => r.eventName)).toEqual(['s3:ObjectCreated:Put', 's3:ObjectCreated:Put', 's3:ObjectCreated:Put']);
     expect(records[2]!.casket).toEqual({ operation: 'PutObject', agent: 'bob', accessKey: bob.accessKeyId, previousETag: theirs.slice(1, -1), merged: true });
