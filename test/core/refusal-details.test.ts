@@ -79,6 +79,8 @@ describe('conditional deletes', () => {
     const v1 = await read('agent-gone');
     const call = (invocation: string) => del(alice, 'agent-gone', { 'if-match': v1, 'amz-sdk-invocation-id': invocation });
     expect((await call('inv-agent-del')).status).toBe(204);
+    // The key is gone: so is alice's read of it (a later write needs a new read).
+    expect(await casket.casket.services.state.getStamp('alice', bucket, 'agent-gone')).toBeUndefined();
     const again = await call('inv-agent-del');
     expect(again.status, again.body).toBe(204);
     const other = await call('inv-agent-del-2');

@@ -46,6 +46,26 @@ describe("an agent's If-Match: *", () => {
   });
 });
 
+describe("an agent's refusal that S3's own condition explains names that condition", () => {
+  async function refusal(stamp: string | undefined, current: ObjectInfo | null, conditions: WriteConditions) {
+    const state = new MemoryStateStore();
+    if (stamp) await state.recordRead('alice', 'b', 'k', { etag: stamp, size: 10, start: 0, end: 10 });
+    const guard = new Guard(state, { mode: 'enforce', agentWrites: 'require' });
+    const e = await guard.checkWrite({ bucket: 'b', key: 'k', agent: 'alice', conditions, current: async () => current }).catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(Refusal);
+    const r = e as Refusal;
+    return { reason: r.reason, condition: r.details.condition, current: r.current?.etag };
+  }
+
+  it('If-None-Match naming the version it read, which is current: precondition-failed, If-None-Match', async () => {
+    expect(await refusal(V1, info(V1), { ifNoneMatch: [V1] })).toEqual({ reason: 'precondition-failed', condition: 'If-None-Match', current: V1 });
+  });
+
+  it('a conditional delete of a key it never read, of another size: precondition-failed, x-amz-if-match-size', async () => {
+    expect(await refusal(undefined, info(V1), { ifMatch: [V1], ifMatchSize: 3 })).toEqual({ reason: 'precondition-failed', condition: 'x-amz-if-match-size', current: V1 });
+  });
+});
+
 describe('Guard.conflict: a write lost at the commit', () => {
   const guard = new Guard(new MemoryStateStore(), { mode: 'enforce', agentWrites: 'read-stamp' });
   const named = (r: Refusal) => ({ reason: r.reason, condition: r.details.condition, current: r.current?.etag ?? null, lastSeen: r.lastSeenETag });
