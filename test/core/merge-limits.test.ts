@@ -129,6 +129,25 @@ describe('where the versions come from', () => {
   });
 });
 
+describe('what is not merged', () => {
+  it('an edit that is byte-for-byte the current version: the 412 that says so, not a merge of a change with itself', async () => {
+    await put(casket.admin, 'twice.txt', lines());
+    const base = await read(bob, 'twice.txt');
+    await put(carol, 'twice.txt', lines({ 1: 'same' }));
+    const b = await merge(bob, 'twice.txt', base, lines({ 1: 'same' }));
+    expect([b.status, b.headers['x-casket-identical-content'], b.headers['x-casket-merged']], b.body).toEqual([412, 'true', undefined]);
+  });
+
+  it('a base named in the "-1" form is the same version: merged', async () => {
+    await put(casket.admin, 'dash.txt', lines());
+    const base = await read(bob, 'dash.txt');
+    await put(carol, 'dash.txt', lines({ 0: 'carol' }));
+    const b = await merge(bob, 'dash.txt', `"${base.slice(1, -1)}-1"`, lines({ 9: 'bob' }));
+    expect([b.status, b.headers['x-casket-merged']], b.body).toEqual([200, etagOf(lines({ 0: 'carol' }))]);
+    expect(await get('dash.txt')).toBe(lines({ 0: 'carol', 9: 'bob' }));
+  });
+});
+
 describe('a merge conflict', () => {
   it("names the person who wrote the current version and links the diff from the base; it is a WriteRefused event", async () => {
     await put(casket.admin, 'clash.txt', lines());
@@ -162,6 +181,15 @@ describe('the header', () => {
     await put(carol, 'case.txt', lines({ 0: 'carol' }));
     const b = await put(bob, 'case.txt', lines({ 9: 'bob' }), { 'if-match': base, 'x-casket-merge': ' Text ' });
     expect([b.status, b.headers['x-casket-merged']], b.body).toEqual([200, etagOf(lines({ 0: 'carol' }))]);
+  });
+
+  it('needs If-Match naming exactly one version: If-Match: * or two ETags is 400 InvalidRequest, nothing written', async () => {
+    const v1 = (await put(casket.admin, 'one-base.txt', 'one\n')).headers.etag as string;
+    for (const ifMatch of ['*', `${v1}, ${etagOf('other')}`]) {
+      const r = await put(casket.admin, 'one-base.txt', 'two\n', { 'if-match': ifMatch, 'x-casket-merge': 'text' });
+      expect([ifMatch, r.status, xmlField(r.body, 'Code'), xmlField(r.body, 'Message')], r.body).toEqual([ifMatch, 400, 'InvalidRequest', 'x-casket-merge: text needs If-Match naming the one version your edit started from.']);
+    }
+    expect(await get('one-base.txt')).toBe('one\n');
   });
 
   it('any other value: 400 InvalidArgument naming the header and the value', async () => {
