@@ -109,6 +109,18 @@ describe('Expect: 100-continue and a failed condition', () => {
   });
 });
 
+describe('Expect: 100-continue and the write log', () => {
+  it('the version read to check the condition early is the one the log says was replaced', async () => {
+    // If-None-Match naming another version says nothing of what is replaced:
+    // only the version casket read before asking for the body does.
+    const v1 = (await put(casket.admin, 'logged', 'one')).headers.etag as string;
+    const r = await putExpecting(casket.admin, 'logged', 'two', { 'if-none-match': etagOf('other') });
+    expect([r.status, r.continued], r.body).toEqual([200, true]);
+    const [entry] = await casket.casket.services.state.listWriteLog({ bucket, key: 'logged', limit: 1 });
+    expect(entry).toMatchObject({ operation: 'PutObject', previousETag: v1.slice(1, -1), newETag: etagOf('two').slice(1, -1) });
+  });
+});
+
 describe('Expect: 100-continue and an exact retry', () => {
   it('the same key and invocation id after the first attempt landed: casket asks for the body and answers 200 as the first time', async () => {
     const v1 = (await put(casket.admin, 'retry', 'one')).headers.etag as string;
