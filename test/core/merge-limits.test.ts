@@ -72,6 +72,16 @@ describe('the size limit', () => {
     expect(await get('large.txt')).toBe(Buffer.concat(body).toString());
   });
 
+  it('a chunked body larger than the limit is not merged, though its base is kept: the ordinary 412', async () => {
+    await put(casket.admin, 'over.txt', lines());
+    const base = await read(bob, 'over.txt');
+    await put(carol, 'over.txt', lines({ 0: 'carol' }));
+    const body = [Buffer.from(lines({ 9: 'bob' })), Buffer.from('one more line\n')];
+    const r = await raw(casket.url, bob, { method: 'PUT', path: `/${bucket}/over.txt`, headers: { 'if-match': base, 'x-casket-merge': 'text', 'transfer-encoding': 'chunked' }, body });
+    expect([r.status, xmlField(r.body, 'Code'), r.headers['x-casket-merged']], r.body).toEqual([412, 'PreconditionFailed', undefined]);
+    expect(await get('over.txt')).toBe(lines({ 0: 'carol' }));
+  });
+
   it("a chunked body larger than the limit on a replaced base: the ordinary 412, nothing written", async () => {
     const v1 = (await put(casket.admin, 'large-stale.txt', 'one\n')).headers.etag as string;
     await put(casket.admin, 'large-stale.txt', 'two\n');
