@@ -72,6 +72,14 @@ describe('the size limit', () => {
     expect(await get('large.txt')).toBe(Buffer.concat(body).toString());
   });
 
+  it('a current version larger than the limit is not merged with: the ordinary 412', async () => {
+    await put(casket.admin, 'grown.txt', lines());
+    const base = await read(bob, 'grown.txt');
+    await put(carol, 'grown.txt', lines({ 0: 'carol' }) + 'and more lines, past the limit\n');
+    const b = await merge(bob, 'grown.txt', base, lines({ 9: 'bob' }));
+    expect([b.status, xmlField(b.body, 'Reason'), b.headers['x-casket-merged']], b.body).toEqual([412, 'precondition-failed', undefined]);
+  });
+
   it('a chunked body larger than the limit is not merged, though its base is kept: the ordinary 412', async () => {
     await put(casket.admin, 'over.txt', lines());
     const base = await read(bob, 'over.txt');
@@ -170,7 +178,7 @@ describe('a merge conflict', () => {
       `/_casket/merge?base=${base.slice(1, -1)}&bucket=${bucket}&current=${theirs.slice(1, -1)}&key=clash.txt&sent=${etagOf(lines({ 3: 'bob' })).slice(1, -1)}`,
     );
     const refused = (await stream.until((all) => all.some((r) => r.s3.object.key === 'clash.txt' && r.eventName === 'casket:WriteRefused'))).filter((r) => r.s3.object.key === 'clash.txt' && r.eventName === 'casket:WriteRefused');
-    expect(refused.map((r) => [r.casket.reason, r.casket.agent, r.casket.status])).toEqual([['merge-conflict', 'bob', 412]]);
+    expect(refused.map((r) => [r.casket.reason, r.casket.agent, r.casket.status, r.casket.operation, r.casket.accessKey])).toEqual([['merge-conflict', 'bob', 412, 'PutObject', bob.accessKeyId]]);
     expect(await get('clash.txt')).toBe(lines({ 3: 'carol' }));
   });
 
