@@ -11,6 +11,10 @@
  *   `event: lost` and goes on from the oldest event kept.
  * - Filters: `?bucket=` (repeatable), `?prefix=` (key prefix), `?event=`
  *   (event-name prefix, repeatable or comma-separated, e.g. `s3:ObjectCreated:`).
+ * - `?sample=MS` (100–60000), for a person's view such as the console: at
+ *   most one send every MS milliseconds, of the newest SAMPLE_RECORDS
+ *   matching records since the last, after `event: skipped` with the count
+ *   of those left out. A program that must see every record leaves it out.
  * - A comment every `heartbeatMs` keeps proxies from closing an idle stream.
  * - Backpressure: the stream pulls from the log only when the socket has
  *   taken what was sent, so a slow subscriber holds one page at most and a
@@ -42,6 +46,9 @@ export interface StreamOptions {
 }
 
 const encoder = new TextEncoder();
+
+/** The most records one sampled send carries (`?sample=`). */
+export const SAMPLE_RECORDS = 50;
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
@@ -76,6 +83,10 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
     const resume = request.headers.get('last-event-id') ?? query.get('lastEventId') ?? undefined;
     if (resume !== undefined && !log.validId(resume)) return json(400, { error: 'InvalidArgument', message: 'Last-Event-ID is not an id of this event stream.' });
     const filter = filterFrom(query);
+    const sample = query.get('sample');
+    const sampleMs = sample === null ? 0 : Number(sample);
+    if (sample !== null && !(Number.isInteger(sampleMs) && sampleMs >= 100 && sampleMs <= 60_000)) return json(400, { error: 'InvalidArgument', message: 'sample is a number of milliseconds from 100 to 60000.' });
+    let lastSent = 0;
     let cursor = resume ?? (await log.head());
     let first = resume !== undefined;
     let pending = false;
@@ -139,9 +150,22 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
             atTail = news !== undefined;
             if (news !== undefined) {
               if (news.length > 0) {
+                const early = lastSent + sampleMs - Date.now();
+                if (sampleMs > 0 && early > 0) {
+                  // Sampled: gather until the next send is due, then look again.
+                  await new Promise((resolve) => setTimeout(resolve, early));
+                  continue;
+                }
                 cursor = news[news.length - 1]!.id;
-                const text = news.filter((e) => matches(filter, e.record)).map((e) => e.text).join('');
+                let matching = news.filter((e) => matches(filter, e.record));
+                let skipped = '';
+                if (sampleMs > 0 && matching.length > SAMPLE_RECORDS) {
+                  skipped = `event: skipped\ndata: ${JSON.stringify({ count: matching.length - SAMPLE_RECORDS })}\n\n`;
+                  matching = matching.slice(-SAMPLE_RECORDS);
+                }
+                const text = skipped + matching.map((e) => e.text).join('');
                 if (text !== '') {
+                  lastSent = Date.now();
                   controller.enqueue(encoder.encode(text));
                   return;
                 }

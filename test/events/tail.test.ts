@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { EventLog } from '../../src/events/log.js';
 import { MemoryEventLog } from '../../src/events/memory-log.js';
 import { recordOf } from '../../src/events/record.js';
-import { eventsEndpoint } from '../../src/events/stream.js';
+import { eventsEndpoint, SAMPLE_RECORDS } from '../../src/events/stream.js';
 import { EventTail } from '../../src/events/tail.js';
 import { until } from '../helpers/poll.js';
 
@@ -122,5 +122,30 @@ describe('EventTail', () => {
     // It held at least the last `keep` events after every trim (10 cursors × 40 rounds).
     expect(answered).toBeGreaterThanOrEqual(400);
     tail.leave();
+  });
+});
+
+describe('a sampled stream (?sample=MS, the console live view)', () => {
+  it('sends the newest records of each interval after a count of those left out', async () => {
+    const log = new MemoryEventLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5 });
+    const res = await endpoint(new Request('http://casket/_casket/events?sample=100'));
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    for (let i = 1; i <= 300; i++) await log.append(record(`k${i}`));
+    while (!text.includes('id: 300\n')) text += decoder.decode((await reader.read()).value);
+    await reader.cancel();
+    expect(text).toContain(`event: skipped\ndata: {"count":${300 - SAMPLE_RECORDS}}\n\n`);
+    expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual(range(300 - SAMPLE_RECORDS + 1, 300));
+  });
+
+  it('refuses a sample outside 100–60000 ms', async () => {
+    const endpoint = eventsEndpoint({ log: new MemoryEventLog(), authorize: async () => true });
+    for (const bad of ['0', '99', '60001', 'fast', '1.5']) {
+      const res = await endpoint(new Request(`http://casket/_casket/events?sample=${bad}`));
+      expect(res.status).toBe(400);
+      expect((await res.json()).error).toBe('InvalidArgument');
+    }
   });
 });

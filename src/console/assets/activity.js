@@ -9,6 +9,8 @@ const OUTCOMES = ['write', 'delete', 'refused', 'merge', 'retry'];
 const LIVE_ROWS = 200;
 /** Least time between two draws of the live table. */
 const DRAW_MS = 250;
+/** The live view asks the stream for its newest records every SAMPLE_MS, not every record (events/stream.ts `?sample=`). */
+const SAMPLE_MS = 250;
 
 function filtersForm(filters) {
   const field = (name, label, attrs = {}) => h('div', { class: 'field' }, h('label', { for: `f-${name}` }, label), h('input', { id: `f-${name}`, name, value: filters[name] ?? '', spellcheck: 'false', autocapitalize: 'off', ...attrs }));
@@ -79,7 +81,10 @@ export function activityView(main) {
     liveBody.prepend(...rows);
     while (liveBody.rows.length > LIVE_ROWS) liveBody.lastElementChild.remove();
   };
-  const subscribed = subscribe(filters, (row) => {
+  let skipped = 0;
+  const skippedNote = h('p', { class: 'muted', id: 'live-skipped', hidden: true });
+  live.before(skippedNote);
+  const subscribed = subscribe({ ...filters, sample: SAMPLE_MS }, (row) => {
     if (!matches(row)) return;
     arrived.push(row);
     if (arrived.length > LIVE_ROWS * 2) arrived = arrived.slice(-LIVE_ROWS);
@@ -87,6 +92,10 @@ export function activityView(main) {
   }, (state) => {
     status.textContent = { live: 'Live: new events appear at the top.', reconnecting: 'Reconnecting to the event stream…', unavailable: 'The event stream is unavailable; the write log below still answers.' }[state];
     status.dataset.state = state;
+  }, (count) => {
+    skipped += count;
+    skippedNote.hidden = false;
+    skippedNote.textContent = `Busy: ${skipped.toLocaleString()} events not shown here (the newest are); the write log below has every write.`;
   });
 
   // Paging: a stack of cursors, so Newer goes back exactly.

@@ -46,12 +46,14 @@ export function fromRecord(record, id) {
 /**
  * Subscribes to the stream with server-side filters (bucket, prefix, event),
  * from `lastEventId` when given (a replay of what the event log keeps), else from now;
- * onEvent(row) per record, onState('live' | 'reconnecting' | 'unavailable').
+ * onEvent(row) per record, onState('live' | 'reconnecting' | 'unavailable'),
+ * onSkipped(count) when a sampled stream (`sample`: ms) left records out.
  * Returns a function that closes it.
  */
-export function subscribe(filters, onEvent, onState) {
+export function subscribe(filters, onEvent, onState, onSkipped) {
   const query = new URLSearchParams();
-  for (const name of ['bucket', 'prefix', 'event', 'lastEventId']) if (filters[name]) query.set(name, filters[name]);
+  // sample: a person's view asks for the newest records every so many ms, not every record (stream.ts).
+  for (const name of ['bucket', 'prefix', 'event', 'lastEventId', 'sample']) if (filters[name]) query.set(name, filters[name]);
   const source = new EventSource(`/_casket/events${query.size ? `?${query}` : ''}`, { withCredentials: true });
   const handle = (message) => {
     let data;
@@ -63,6 +65,13 @@ export function subscribe(filters, onEvent, onState) {
     for (const record of data.Records ?? []) onEvent(fromRecord(record, message.lastEventId));
   };
   source.addEventListener('message', handle);
+  source.addEventListener('skipped', (message) => {
+    try {
+      onSkipped?.(JSON.parse(message.data).count);
+    } catch {
+      // Not ours to fail on.
+    }
+  });
   source.addEventListener('open', () => onState('live'));
   source.addEventListener('error', () => onState(source.readyState === EventSource.CLOSED ? 'unavailable' : 'reconnecting'));
   return () => source.close();
