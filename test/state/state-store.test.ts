@@ -766,6 +766,23 @@ describe.skipIf(!haveRedis)('redis', () => {
     }
   });
 
+  it("lists an agent's sessions from among many thousands of keys (SCAN reads them a batch at a time)", async () => {
+    const prefix = `casket-scan-${randomBytes(4).toString('hex')}:`;
+    const raw = new Redis(redis!.url);
+    try {
+      // ETag index entries, as an s3 backend leaves them: 20,000 keys besides the sessions.
+      const pipeline = raw.pipeline();
+      for (let i = 0; i < 20_000; i++) pipeline.set(`${prefix}etag-index:["b","k${i}","up"]`, 'sha', 'PX', 60_000);
+      await pipeline.exec();
+    } finally {
+      raw.disconnect();
+    }
+    const store = tracked(await RedisStateStore.connect(redis!.url, LIMITS, { prefix }));
+    const ids = Array.from({ length: 10 }, (_, i) => `ASIASCAN${i}`);
+    for (const [i, id] of ids.entries()) await store.putSession({ accessKeyId: id, secretAccessKey: 's', sessionToken: 't', agent: 'alice', sessionName: 'run', expiresAt: Date.now() + 600_000 + i * 1000, issuedBy: 'ADMIN', policies: [] });
+    expect((await store.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(ids);
+  });
+
   it('a Redis that is not there rejects connect within seconds', async () => {
     const port = await freePort();
     const started = Date.now();
