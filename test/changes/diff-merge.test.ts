@@ -53,6 +53,10 @@ describe('mergeText', () => {
     expect(m).toEqual({ clean: false, text: '<<<<<<< current\nA by current\n=======\nA by sent\n>>>>>>> sent\nb\n' });
   });
 
+  it('both sides emptying the text is the same edit made twice: a conflict of two empty sides', () => {
+    expect(mergeText('a\nb\n', '', '', labels)).toEqual({ clean: false, text: '<<<<<<< current\n=======\n>>>>>>> sent\n' });
+  });
+
   it('keeps CRLF line ends and a last line without one', () => {
     const b = 'a\r\nb\r\nc\r\nd\r\ne\r\nf';
     const m = mergeText(b, b.replace('f', 'F'), b.replace('a\r\n', 'A\r\n'), labels);
@@ -127,6 +131,7 @@ describe('diffVersions', () => {
     expect(diffVersions('k', from, to, size)).toEqual({ contentType: 'text/x-diff; charset=utf-8', body: full, truncated: false });
     const cut = diffVersions('k', from, to, size - 1);
     expect(cut.truncated).toBe(true);
+    expect(cut.contentType).toBe('text/x-diff; charset=utf-8');
     // Every line but the trailing one (its line end is the byte cut off) and then the note.
     const kept = full.slice(0, full.slice(0, -1).lastIndexOf('\n') + 1);
     expect(cut.body).toBe(`${kept}# casket: diff cut at ${size - 1} bytes (of ${size}); read the object for the rest.\n`);
@@ -151,6 +156,23 @@ describe('diffVersions', () => {
     expect(d.from).toEqual({ etag: 'e1', size: 3, writer: 'bob' });
     expect(d.to).toEqual({ etag: 'e2', size: 0, writerAccessKey: 'AKIAPERSON', deleted: true });
     expect(d.changes).toEqual([{ from: [0, 3], to: [0, 0] }]);
+  });
+
+  it('text to a deleted version: the header names it deleted', () => {
+    const d = diffVersions('notes.md', { etag: 'e1', writer: 'bob', content: Buffer.from('one\ntwo\n') }, { etag: 'e2', writer: 'alice', content: null }, 65536);
+    expect(d.body).toContain('--- a/notes.md\t"e1" (written by agent "bob")\n+++ b/notes.md\t"e2" (deleted)\n');
+    expect(d.body).toContain('-one\n-two\n');
+  });
+
+  it('binary of exactly the byte budget is whole; a budget smaller than the sizes alone still answers, with no ranges', () => {
+    const from = { etag: 'e1', content: Buffer.from([0, 1, 2, 3]) };
+    const to = { etag: 'e2', content: Buffer.from([0, 9, 2, 3]) };
+    const whole = diffVersions('x.bin', from, to, 1 << 20);
+    expect(diffVersions('x.bin', from, to, Buffer.byteLength(whole.body))).toEqual(whole);
+    expect(whole.truncated).toBe(false);
+    const tiny = diffVersions('x.bin', from, to, 10);
+    expect(tiny.truncated).toBe(true);
+    expect(JSON.parse(tiny.body)).toMatchObject({ from: { size: 4 }, to: { size: 4 }, changes: [], truncated: true });
   });
 
   it('binary over the byte budget: only the first changed ranges, as many as fit, and a note saying so', () => {
