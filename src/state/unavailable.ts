@@ -38,11 +38,6 @@ export function stateUnavailable(cause: unknown): S3Error {
   return error;
 }
 
-/** Whether `e` is a state store outage (as opposed to any other failure). */
-export function isStateUnavailable(e: unknown): e is S3Error {
-  return e instanceof S3Error && e.code === 'ServiceUnavailable' && (e as Error).cause !== undefined;
-}
-
 /** Wraps every method of `store` so that its failures surface as stateUnavailable. */
 export function failingAsUnavailable(store: StateStore): StateStore {
   return new Proxy(store, {

@@ -10,6 +10,13 @@ import { mergeText } from '../../src/changes/merge.js';
 const base = Array.from({ length: 40 }, (_, i) => `line ${i}`).join('\n') + '\n';
 const labels = { sent: 'sent', base: 'base', current: 'current' };
 
+/** Bytes without long runs (a linear congruential sequence), so each changed byte is one changed range. */
+function noise(n: number): Buffer {
+  const out = Buffer.alloc(n);
+  for (let i = 0, x = 1; i < n; i++) out[i] = (x = (x * 1103515245 + 12345) % 2 ** 31) >> 16;
+  return out;
+}
+
 describe('mergeText', () => {
   it('edits of different sections merge into both', () => {
     const current = base.replace('line 2\n', 'line 2 by A\n');
@@ -39,6 +46,15 @@ describe('mergeText', () => {
   it('an empty base: both sides adding text conflict; one side adding it merges clean', () => {
     expect(mergeText('', 'sent\n', '', labels)).toEqual({ clean: true, text: 'sent\n' });
     expect(mergeText('', 'sent\n', 'current\n', labels).clean).toBe(false);
+  });
+
+  it('a conflict on the first line starts the text with its marker', () => {
+    const m = mergeText('a\nb\n', 'A by sent\nb\n', 'A by current\nb\n', labels);
+    expect(m).toEqual({ clean: false, text: '<<<<<<< current\nA by current\n=======\nA by sent\n>>>>>>> sent\nb\n' });
+  });
+
+  it('both sides emptying the text is the same edit made twice: a conflict of two empty sides', () => {
+    expect(mergeText('a\nb\n', '', '', labels)).toEqual({ clean: false, text: '<<<<<<< current\n=======\n>>>>>>> sent\n' });
   });
 
   it('keeps CRLF line ends and a last line without one', () => {
@@ -90,6 +106,88 @@ describe('diffVersions', () => {
     }
     expect(editLengthBudget(3000)).toBe(5000);
     expect(editLengthBudget(4800)).toBe(4166);
+  });
+
+  it('the budget counts every line, a last one without a line end too, and none of an empty version', () => {
+    // Lines `tag i`, those in `shared` the same on both sides; every other line differs, so the
+    // edit length is the lines of both minus twice the shared ones.
+    const rows = (n: number, tag: string, shared: Set<number>, end: string) => Array.from({ length: n }, (_, i) => (shared.has(i) ? `shared ${i}` : `${tag} ${i}`)).join('\n') + end;
+    const shown = (a: string, b: string) => !diffVersions('k', { etag: 'e1', content: Buffer.from(a) }, { etag: 'e2', content: Buffer.from(b) }, 1 << 21).body.includes('differ too much');
+    // 4,473 lines, 4,471 edits: exactly what 20,000,000 / 4,473 allows. One line more counted would refuse it.
+    const one = new Set([100]);
+    expect(shown(rows(2237, 'a', one, ''), rows(2236, 'b', one, '\n'))).toBe(true);
+    // 4,531 lines, 4,415 edits: one more than 20,000,000 / 4,531 allows. One line fewer counted would show it.
+    const some = new Set(Array.from({ length: 58 }, (_, i) => i * 10));
+    expect(shown(rows(2266, 'a', some, ''), rows(2265, 'b', some, '\n'))).toBe(false);
+    // A new object of 4,472 lines against nothing: 4,472 edits, exactly what its size allows.
+    expect(shown('', rows(4472, 'b', new Set(), '\n'))).toBe(true);
+  });
+
+  it('a diff of exactly the byte budget is shown whole; one byte less cuts it at the last whole line', () => {
+    const from = { etag: 'e1', content: Buffer.from(base) };
+    const to = { etag: 'e2', content: Buffer.from(base.replace('line 7\n', 'seven\n').replace('line 30\n', 'thirty\n')) };
+    const full = diffVersions('k', from, to, 1 << 20).body;
+    const size = Buffer.byteLength(full);
+    expect(diffVersions('k', from, to, size)).toEqual({ contentType: 'text/x-diff; charset=utf-8', body: full, truncated: false });
+    const cut = diffVersions('k', from, to, size - 1);
+    expect(cut.truncated).toBe(true);
+    expect(cut.contentType).toBe('text/x-diff; charset=utf-8');
+    // Every line but the trailing one (its line end is the byte cut off) and then the note.
+    const kept = full.slice(0, full.slice(0, -1).lastIndexOf('\n') + 1);
+    expect(cut.body).toBe(`${kept}# casket: diff cut at ${size - 1} bytes (of ${size}); read the object for the rest.\n`);
+  });
+
+  it('binary: the work budget counts the bytes of both versions', () => {
+    // 100,000 bytes each: 20,000,000 / 200,000 = 100 edits. Each changed byte is two (one out, one in).
+    const a = noise(100_000);
+    const changed = (n: number) => {
+      const b = Buffer.from(a);
+      for (let i = 0; i < n; i++) b[i * 1000 + 500] = 0xff - a[i * 1000 + 500]!;
+      return b;
+    };
+    const changes = (b: Buffer) => JSON.parse(diffVersions('x.bin', { etag: 'e1', content: a }, { etag: 'e2', content: b }, 1 << 20).body).changes as unknown[];
+    // Within it, the changed ranges (a byte's change may align as two); past it, one range over both.
+    expect(changes(changed(50)).length).toBeGreaterThanOrEqual(50);
+    expect(changes(changed(51))).toEqual([{ from: [0, 100_000], to: [0, 100_000] }]);
+  });
+
+  it('binary: a deleted version is named so, with size 0', () => {
+    const d = JSON.parse(diffVersions('x.bin', { etag: 'e1', writer: 'bob', content: Buffer.from([0, 1, 2]) }, { etag: 'e2', writerAccessKey: 'AKIAPERSON', content: null }, 65536).body);
+    expect(d.from).toEqual({ etag: 'e1', size: 3, writer: 'bob' });
+    expect(d.to).toEqual({ etag: 'e2', size: 0, writerAccessKey: 'AKIAPERSON', deleted: true });
+    expect(d.changes).toEqual([{ from: [0, 3], to: [0, 0] }]);
+  });
+
+  it('text to a deleted version: the header names it deleted', () => {
+    const d = diffVersions('notes.md', { etag: 'e1', writer: 'bob', content: Buffer.from('one\ntwo\n') }, { etag: 'e2', writer: 'alice', content: null }, 65536);
+    expect(d.body).toContain('--- a/notes.md\t"e1" (written by agent "bob")\n+++ b/notes.md\t"e2" (deleted)\n');
+    expect(d.body).toContain('-one\n-two\n');
+  });
+
+  it('binary of exactly the byte budget is whole; a budget smaller than the sizes alone still answers, with no ranges', () => {
+    const from = { etag: 'e1', content: Buffer.from([0, 1, 2, 3]) };
+    const to = { etag: 'e2', content: Buffer.from([0, 9, 2, 3]) };
+    const whole = diffVersions('x.bin', from, to, 1 << 20);
+    expect(diffVersions('x.bin', from, to, Buffer.byteLength(whole.body))).toEqual(whole);
+    expect(whole.truncated).toBe(false);
+    const tiny = diffVersions('x.bin', from, to, 10);
+    expect(tiny.truncated).toBe(true);
+    expect(JSON.parse(tiny.body)).toMatchObject({ from: { size: 4 }, to: { size: 4 }, changes: [], truncated: true });
+  });
+
+  it('binary over the byte budget: only the first changed ranges, as many as fit, and a note saying so', () => {
+    const a = noise(4000);
+    const b = Buffer.from(a);
+    for (let i = 0; i < 40; i++) b[i * 100 + 50] = 0xff - a[i * 100 + 50]!;
+    const whole = JSON.parse(diffVersions('x.bin', { etag: 'e1', content: a }, { etag: 'e2', content: b }, 1 << 20).body);
+    expect(whole.changes.length).toBeGreaterThanOrEqual(40);
+    const d = diffVersions('x.bin', { etag: 'e1', content: a }, { etag: 'e2', content: b }, 800);
+    expect(d.truncated).toBe(true);
+    expect(Buffer.byteLength(d.body)).toBeLessThanOrEqual(800);
+    const cut = JSON.parse(d.body);
+    // Halved until it fits: 40-odd ranges, 20-odd, 10.
+    expect(cut.changes).toEqual(whole.changes.slice(0, 10));
+    expect(cut).toMatchObject({ truncated: true, note: 'cut at 800 bytes: only the first 10 changed ranges are listed' });
   });
 
   it('binary past the budget: one changed range covering both versions', () => {

@@ -244,6 +244,17 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await state.listStamps('carol')).toEqual([]);
     });
 
+    it('listStamps is ordered by bucket then key, whatever order the stamps were touched in', async () => {
+      const state = await open();
+      const touched: Array<[string, string]> = [['b', 'm'], ['a', 'z'], ['b', 'c'], ['a', 'a'], ['c', 'k'], ['a', 'm']];
+      for (const [bucket, key] of touched) {
+        // A millisecond apart: stores that keep stamps by touch time (redis) list them in that order first.
+        await clockPast(Date.now());
+        await state.recordWrite('alice', bucket, key, 'v', 1);
+      }
+      expect((await state.listStamps('alice')).map((e) => `${e.bucket}/${e.key}`)).toEqual(['a/a', 'a/m', 'a/z', 'b/c', 'b/m', 'c/k']);
+    });
+
     it('names with separators, quotes and unicode do not collide', async () => {
       const state = await open();
       await state.recordWrite('a:b', 'c', 'd', 'one', 1);
@@ -341,6 +352,49 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       });
     });
 
+    it('lastWrite forgets the newest entry of a key after the TTL, not before', async () => {
+      const ttl = 800;
+      const state = await open({ ttlMs: ttl, maxEntries: 1000 });
+      await timed(async (run) => {
+        const started = Date.now();
+        await state.appendWriteLog({ at: new Date(started), bucket: 'b', key: `k${run}`, operation: 'PutObject', agent: 'a', invocationId: 'inv', newETag: 'v1' });
+        const kept = await state.lastWrite('b', `k${run}`);
+        if (Date.now() >= started + ttl) return false;
+        // An exact retry within the TTL is still recognised (s3/write.ts)...
+        expect(kept).toMatchObject({ invocationId: 'inv', newETag: 'v1' });
+        // ...and past it, the key reads as written by no one casket remembers.
+        const gone = await until(async () => (await state.lastWrite('b', `k${run}`)) === undefined, 'the last write to expire');
+        expect(gone).toBeGreaterThanOrEqual(started + ttl);
+        return true;
+      });
+    });
+
+    it('a write-log entry made longer than the TTL ago is not listed, while newer ones are', async () => {
+      const ttl = 60_000;
+      const state = await open({ ttlMs: ttl, maxEntries: 1000 });
+      // Entries are appended when a write ends, stamped when it started: one can arrive already past the TTL.
+      await state.appendWriteLog({ at: new Date(Date.now() - ttl - 5_000), bucket: 'b', key: 'old', operation: 'PutObject' });
+      await state.appendWriteLog({ at: new Date(), bucket: 'b', key: 'new', operation: 'PutObject' });
+      expect((await state.listWriteLog({ limit: 10 })).map((e) => e.key)).toEqual(['new']);
+    });
+
+    it('the ETag index keeps maxEntries entries', async () => {
+      const state = await open({ ttlMs: 60_000, maxEntries: 3 });
+      for (const n of [1, 2, 3]) await state.putIndexedETag('b', `k${n}`, 'up', `sha-${n}`);
+      expect(await Promise.all([1, 2, 3].map((n) => state.getIndexedETag('b', `k${n}`, 'up')))).toEqual(['sha-1', 'sha-2', 'sha-3']);
+    });
+
+    it('an expired credential does not take the place of a live one under the entry cap', async () => {
+      const state = await open({ ttlMs: 60_000, maxEntries: 2 });
+      const record = (id: string, expiresAt: number): SessionRecord => ({ accessKeyId: id, secretAccessKey: 's', sessionToken: 't', agent: 'alice', sessionName: 'run', expiresAt, issuedBy: 'ADMIN', policies: [] });
+      await state.putSession(record('ASIALIVE1', Date.now() + 900_000));
+      await state.putSession(record('ASIAGONE', Date.now() - SESSION_GRACE_MS - 1000));
+      await state.putSession(record('ASIALIVE2', Date.now() + 900_000));
+      expect(await state.getSession('ASIALIVE1')).toMatchObject({ accessKeyId: 'ASIALIVE1' });
+      expect(await state.getSession('ASIALIVE2')).toMatchObject({ accessKeyId: 'ASIALIVE2' });
+      expect((await state.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(['ASIALIVE1', 'ASIALIVE2']);
+    });
+
     caseOf(GAP_CAP)(GAP_CAP, async () => {
       const state = await open({ ttlMs: 60_000, maxEntries: 3 });
       await state.recordWrite('a', 'b', 'k1', 'v', 1);
@@ -400,6 +454,25 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await state.listWriteLog({ limit: 2, before: third[0]!.cursor! })).toEqual([]);
       const alice = await state.listWriteLog({ agent: 'alice', limit: 1 });
       expect(keys(await state.listWriteLog({ agent: 'alice', limit: 5, before: alice[0]!.cursor! }))).toEqual(['b1/y CompleteMultipartUpload', 'b1/x PutObject']);
+    });
+
+    it('a log longer than a page of the store: listed whole, paged, and filtered down to its oldest entries, each once', async () => {
+      const state = await open({ ttlMs: 60_000, maxEntries: 5000 });
+      const n = 1200;
+      // The oldest three in a bucket of their own: a filter must read past everything newer to find them.
+      for (let i = 0; i < n; i++) await state.appendWriteLog({ at: new Date(t0 + i), bucket: i < 3 ? 'old' : 'b', key: `k${i}`, operation: 'PutObject' });
+      const newestFirst = Array.from({ length: n }, (_, i) => `k${n - 1 - i}`);
+      expect((await state.listWriteLog({ limit: 5000 })).map((e) => e.key)).toEqual(newestFirst);
+      expect((await state.listWriteLog({ bucket: 'old', limit: 10 })).map((e) => e.key)).toEqual(['k2', 'k1', 'k0']);
+      const paged: string[] = [];
+      let before: string | undefined;
+      for (let page = 0; page < 10; page++) {
+        const list = await state.listWriteLog({ limit: 450, ...(before !== undefined && { before }) });
+        paged.push(...list.map((e) => e.key));
+        if (list.length < 450) break;
+        before = list.at(-1)!.cursor!;
+      }
+      expect(paged).toEqual(newestFirst);
     });
 
     it('filters by key prefix, a % or _ in it taken literally', async () => {
@@ -529,6 +602,13 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await store.listSessions('nobody')).toEqual([]);
     });
 
+    it('lists an expired credential while it is still known, and not once it is forgotten', async () => {
+      const state = await open();
+      await state.putSession(session('ASIA7', Date.now() - 1000));
+      await state.putSession(session('ASIA8', Date.now() - SESSION_GRACE_MS - 1000));
+      expect((await state.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(['ASIA7']);
+    });
+
     it('revocation marks it for every replica; an unknown key is not revoked', async () => {
       const { store, replica } = await impl.open(LIMITS);
       await store.putSession(session('ASIA3', Date.now() + 900_000));
@@ -548,6 +628,35 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
   });
 });
 
+describe('memory', () => {
+  // The memory store is bounded by maxEntries in all it keeps (src/state/types.ts);
+  // sqlite prunes on its own schedule and redis by TTL alone, so these are its own.
+  const record = (id: string): SessionRecord => ({ accessKeyId: id, secretAccessKey: 's', sessionToken: 't', agent: 'alice', sessionName: 'run', expiresAt: Date.now() + 900_000, issuedBy: 'ADMIN', policies: [] });
+
+  it('keeps at most maxEntries sessions, forgetting the oldest first', async () => {
+    const state = new MemoryStateStore({ ttlMs: 60_000, maxEntries: 2 });
+    for (const id of ['ASIA1', 'ASIA2', 'ASIA3']) await state.putSession(record(id));
+    expect(await state.getSession('ASIA1')).toBeUndefined();
+    expect((await state.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(['ASIA2', 'ASIA3']);
+  });
+
+  it('keeps at most maxEntries ETag index entries, forgetting the least recently put first', async () => {
+    const state = new MemoryStateStore({ ttlMs: 60_000, maxEntries: 2 });
+    await state.putIndexedETag('b', 'k1', 'up', 'sha-1');
+    await state.putIndexedETag('b', 'k2', 'up', 'sha-2');
+    await state.putIndexedETag('b', 'k1', 'up', 'sha-1b');
+    await state.putIndexedETag('b', 'k3', 'up', 'sha-3');
+    expect([await state.getIndexedETag('b', 'k1', 'up'), await state.getIndexedETag('b', 'k2', 'up'), await state.getIndexedETag('b', 'k3', 'up')]).toEqual(['sha-1b', undefined, 'sha-3']);
+  });
+
+  it('lastWrite forgets a key once the write log has dropped its entries for the cap', async () => {
+    const state = new MemoryStateStore({ ttlMs: 60_000, maxEntries: 2 });
+    for (const key of ['k1', 'k2', 'k3']) await state.appendWriteLog({ at: new Date(), bucket: 'b', key, operation: 'PutObject', newETag: `e-${key}` });
+    expect(await state.lastWrite('b', 'k1')).toBeUndefined();
+    expect((await state.lastWrite('b', 'k3'))?.newETag).toBe('e-k3');
+  });
+});
+
 describe('sqlite', () => {
   it('stamps, the write log and the ETag index survive close and reopen', async () => {
     const path = join(tempDir(), 'state.db');
@@ -564,6 +673,23 @@ describe('sqlite', () => {
     expect(await reopened.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 40, end: 100 })).toMatchObject({ full: true });
     expect((await reopened.listWriteLog({ limit: 10 })).map((e) => e.newETag)).toEqual(['v2']);
     expect(await reopened.getIndexedETag('b', 'w', 'up')).toBe('v2');
+  });
+
+  it('a write log an older casket made (no invocation or version id column) keeps working, and records both from then on', async () => {
+    const path = join(tempDir(), 'state.db');
+    const old = openSqlite(path);
+    old.exec(`CREATE TABLE write_log (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, bucket TEXT NOT NULL, key TEXT NOT NULL,
+  operation TEXT NOT NULL, agent TEXT, access_key TEXT, previous_etag TEXT, new_etag TEXT
+)`);
+    old.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, new_etag) VALUES (?, ?, ?, ?, ?, ?)').run(Date.now(), 'b', 'k', 'PutObject', 'alice', 'e1');
+    old.close();
+
+    const store = tracked(new SqliteStateStore(path, LIMITS));
+    expect(await store.lastWrite('b', 'k')).toMatchObject({ agent: 'alice', newETag: 'e1' });
+    // An exact retry is recognised by the invocation id; a rollback names versions by their id.
+    await store.appendWriteLog({ at: new Date(), bucket: 'b', key: 'k', operation: 'PutObject', agent: 'alice', previousETag: 'e1', newETag: 'e2', invocationId: 'inv-1', versionId: 'v-2' });
+    expect(await store.lastWrite('b', 'k')).toMatchObject({ newETag: 'e2', invocationId: 'inv-1', versionId: 'v-2' });
   });
 
   it('part digests an older casket recorded (one per part number) are read, as older than any recorded since', async () => {
@@ -620,6 +746,41 @@ describe.skipIf(!haveRedis)('redis', () => {
     const newer = { partNumber: 1, sha256: 'sha-new', md5: 'md5-new', size: 100 };
     await store.putPartDigest('up', newer);
     expect(await store.getPartDigests('up')).toEqual([older, newer, two]);
+  });
+
+  it("a session's key expires SESSION_GRACE_MS after the credential does, and an expired one is not kept", async () => {
+    const prefix = `casket-ttl-${randomBytes(4).toString('hex')}:`;
+    const store = tracked(await RedisStateStore.connect(redis!.url, LIMITS, { prefix }));
+    const expiresAt = Date.now() + 60_000;
+    await store.putSession({ accessKeyId: 'ASIATTL', secretAccessKey: 's', sessionToken: 't', agent: 'alice', sessionName: 'run', expiresAt, issuedBy: 'ADMIN', policies: [] });
+    await store.putSession({ accessKeyId: 'ASIAOLD', secretAccessKey: 's', sessionToken: 't', agent: 'alice', sessionName: 'run', expiresAt: Date.now() - SESSION_GRACE_MS - 1000, issuedBy: 'ADMIN', policies: [] });
+    const raw = new Redis(redis!.url);
+    try {
+      const pttl = await raw.pttl(`${prefix}session:ASIATTL`);
+      // Redis forgets it by itself, on every replica, and no later than that.
+      expect(pttl).toBeGreaterThan(0);
+      expect(pttl).toBeLessThanOrEqual(expiresAt + SESSION_GRACE_MS - Date.now() + 1000);
+      expect(await raw.exists(`${prefix}session:ASIAOLD`)).toBe(0);
+    } finally {
+      raw.disconnect();
+    }
+  });
+
+  it("lists an agent's sessions from among many thousands of keys (SCAN reads them a batch at a time)", async () => {
+    const prefix = `casket-scan-${randomBytes(4).toString('hex')}:`;
+    const raw = new Redis(redis!.url);
+    try {
+      // ETag index entries, as an s3 backend leaves them: 20,000 keys besides the sessions.
+      const pipeline = raw.pipeline();
+      for (let i = 0; i < 20_000; i++) pipeline.set(`${prefix}etag-index:["b","k${i}","up"]`, 'sha', 'PX', 60_000);
+      await pipeline.exec();
+    } finally {
+      raw.disconnect();
+    }
+    const store = tracked(await RedisStateStore.connect(redis!.url, LIMITS, { prefix }));
+    const ids = Array.from({ length: 10 }, (_, i) => `ASIASCAN${i}`);
+    for (const [i, id] of ids.entries()) await store.putSession({ accessKeyId: id, secretAccessKey: 's', sessionToken: 't', agent: 'alice', sessionName: 'run', expiresAt: Date.now() + 600_000 + i * 1000, issuedBy: 'ADMIN', policies: [] });
+    expect((await store.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(ids);
   });
 
   it('a Redis that is not there rejects connect within seconds', async () => {

@@ -36,6 +36,27 @@ describe('a SQLite state store that fails', () => {
     }
   });
 
+  it('says what happened in its own words, keeping the store\'s error as the cause for the log', async () => {
+    const { store, fail } = failedSqlite();
+    await fail();
+    const error = await store.getStamp('alice', 'b', 'k').then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toBe("casket's state store is unavailable, or could not confirm the change on a replica; nothing was written. Retry shortly.");
+    expect(error?.cause).toBeInstanceOf(Error);
+    expect((error?.cause as Error).message).toMatch(/database connection is not open/);
+  });
+
+  it('an async function can return the wrapped store (server.ts does): it is not taken for a promise', async () => {
+    const { store } = failedSqlite();
+    // An `await` looks up `then`: a wrapped `then` would make casket's start wait forever.
+    expect((store as unknown as { then?: unknown }).then).toBeUndefined();
+    const opened = await (async () => store)();
+    expect(opened).toBe(store);
+    await store.close();
+  });
+
   it("refuses an agent's write in the guard, before the current version is read or anything committed", async () => {
     const { store, fail } = failedSqlite();
     const guard = new Guard(store, { mode: 'enforce', agentWrites: 'require' });
