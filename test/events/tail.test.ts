@@ -145,7 +145,7 @@ describe('a sampled stream (?sample=MS, the console live view)', () => {
     for (const bad of ['0', '99', '60001', 'fast', '1.5']) {
       const res = await endpoint(new Request(`http://casket/_casket/events?sample=${bad}`));
       expect(res.status).toBe(400);
-      expect((await res.json()).error).toBe('InvalidArgument');
+      expect(((await res.json()) as { error: string }).error).toBe('InvalidArgument');
     }
   });
 });
