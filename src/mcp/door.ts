@@ -4,7 +4,7 @@
  *
  * A tool call is made of ordinary S3 requests — GetObject, PutObject with
  * If-Match, HeadObject, ListObjectsV2, CopyObject, DeleteObject — which the
- * wiring (src/mcp-door.ts) runs through s3/handle.ts in-process, with the
+ * wiring (src/mcp-door.ts) runs through s3/in-process.ts and s3/handle.ts, with the
  * caller the MCP endpoint authenticated. So a tool call passes exactly the
  * same policy check, agent identity, guard, read stamps, write log,
  * retention, metrics and state store as a request from the wire, and there
@@ -16,6 +16,7 @@
  * headers, body) to the door it is given, and reads S3 answers (status,
  * headers, the error's fields) back.
  */
+import type { S3Call } from '../vocabulary/s3-call.js';
 
 /** Who is calling, as the MCP endpoint authenticated them. */
 export interface Caller {
@@ -24,15 +25,7 @@ export interface Caller {
   agent?: string;
 }
 
-export interface S3Call {
-  method: 'GET' | 'HEAD' | 'PUT' | 'DELETE';
-  bucket: string;
-  key?: string;
-  /** Raw query string, already encoded (e.g. `list-type=2&prefix=a%2F`). */
-  query?: string;
-  headers?: Record<string, string>;
-  body?: Buffer;
-}
+export type { S3Call };
 
 /** An S3 error as casket rendered it: its code, sentence and fields (CurrentETag, LastWriter, Reason, Diff...). */
 export interface S3Failure {

@@ -12,10 +12,11 @@ import { Readable } from 'node:stream';
 import type { Credential } from '../auth/credentials.js';
 import type { Services } from '../s3/context.js';
 import type { HandleOptions } from '../s3/handle.js';
-import { callInProcess, readBody, type InProcessCall } from '../s3/in-process.js';
+import { callInProcess, readBody } from '../s3/in-process.js';
+import type { S3Call as AnyS3Call } from '../vocabulary/s3-call.js';
 
 /** What a rollback asks: reads, restores and removals. */
-export type S3Call = InProcessCall & { method: 'GET' | 'PUT' | 'DELETE' };
+export type S3Call = AnyS3Call & { method: 'GET' | 'PUT' | 'DELETE' };
 
 export interface S3Reply {
   status: number;

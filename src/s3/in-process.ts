@@ -11,19 +11,11 @@
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type { Credential } from '../auth/credentials.js';
+import type { S3Call } from '../vocabulary/s3-call.js';
 import type { AuthResult } from '../auth/sigv4.js';
 import type { Services } from './context.js';
 import { handleS3, type HandleOptions, type Outcome } from './handle.js';
 
-export interface InProcessCall {
-  method: 'GET' | 'HEAD' | 'PUT' | 'DELETE';
-  bucket: string;
-  key?: string;
-  /** Raw query string, already encoded (e.g. `list-type=2&prefix=a%2F`). */
-  query?: string;
-  headers?: Record<string, string>;
-  body?: Buffer;
-}
 
 /** Who the request comes from, as its headers say: the Host and User-Agent it names (a User-Agent, so ETags come back in their plain form: s3/handle.ts suffixes them for clients without one), and the agent it acts for. */
 export interface InProcessClient {
@@ -37,7 +29,7 @@ function encodeKey(key: string): string {
 }
 
 /** Runs `call` as `credential` (the caller already authenticated): the outcome with its response body still to read. */
-export async function callInProcess(services: Services, options: HandleOptions, credential: Credential, client: InProcessClient, call: InProcessCall): Promise<Outcome> {
+export async function callInProcess(services: Services, options: HandleOptions, credential: Credential, client: InProcessClient, call: S3Call): Promise<Outcome> {
   const body = call.body ?? Buffer.alloc(0);
   const sha256 = createHash('sha256').update(body).digest('hex');
   const headers: Record<string, string> = { host: client.host, 'user-agent': client.userAgent, 'x-amz-content-sha256': sha256, ...call.headers };

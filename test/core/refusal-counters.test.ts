@@ -11,23 +11,7 @@ import type { Cred } from '../helpers/casket.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
-
-async function refusals(url: string): Promise<Map<string, number>> {
-  const text = await (await fetch(`${url}/_casket/metrics`)).text();
-  const counts = new Map<string, number>();
-  for (const m of text.matchAll(/^casket_refusals_total\{reason="([^"]+)",enforced="([^"]+)"\} (\d+)$/gm)) counts.set(`${m[1]} ${m[2]}`, Number(m[3]));
-  return counts;
-}
-
-/** Runs `step` (answering `status`), then checks the counters moved by exactly one in `expected`, and nothing else. */
-async function counted(url: string, expected: string | undefined, step: () => Promise<number>, status: number): Promise<void> {
-  const before = await refusals(url);
-  expect(await step()).toBe(status);
-  const after = await refusals(url);
-  const moved: Record<string, number> = {};
-  for (const [label, n] of after) if (n !== (before.get(label) ?? 0)) moved[label] = n - (before.get(label) ?? 0);
-  expect(moved).toEqual(expected ? { [expected]: 1 } : {});
-}
+import { counted } from '../helpers/refusal-counters.js';
 
 describe('refusal counters, enforce mode', () => {
   let c: InProcessCasket;

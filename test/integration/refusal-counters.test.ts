@@ -11,25 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
-
-type Counts = Map<string, number>;
-
-async function refusals(url: string): Promise<Counts> {
-  const text = await (await fetch(`${url}/_casket/metrics`)).text();
-  const counts: Counts = new Map();
-  for (const m of text.matchAll(/^casket_refusals_total\{reason="([^"]+)",enforced="([^"]+)"\} (\d+)$/gm)) counts.set(`${m[1]} ${m[2]}`, Number(m[3]));
-  return counts;
-}
-
-/** Runs `step`, then checks the refusal counters moved by exactly `expected` (one label set, by one), nothing else. */
-async function counted(url: string, expected: string | undefined, step: () => Promise<number>, status: number): Promise<void> {
-  const before = await refusals(url);
-  expect(await step()).toBe(status);
-  const after = await refusals(url);
-  const moved: Record<string, number> = {};
-  for (const [label, n] of after) if (n !== (before.get(label) ?? 0)) moved[label] = n - (before.get(label) ?? 0);
-  expect(moved).toEqual(expected ? { [expected]: 1 } : {});
-}
+import { counted, refusals } from '../helpers/refusal-counters.js';
 
 const put = (c: RunningCasket, who: Cred, key: string, body: string, headers: Record<string, string> = {}) => raw(c.url, who, { method: 'PUT', path: `/counted/${key}`, body, headers });
 
