@@ -387,9 +387,11 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
     it('an expired credential does not take the place of a live one under the entry cap', async () => {
       const state = await open({ ttlMs: 60_000, maxEntries: 2 });
       const record = (id: string, expiresAt: number): SessionRecord => ({ accessKeyId: id, secretAccessKey: 's', sessionToken: 't', agent: 'alice', sessionName: 'run', expiresAt, issuedBy: 'ADMIN', policies: [] });
-      await state.putSession(record('ASIALIVE1', Date.now() + 900_000));
-      await state.putSession(record('ASIAGONE', Date.now() - SESSION_GRACE_MS - 1000));
-      await state.putSession(record('ASIALIVE2', Date.now() + 900_000));
+      // Distinct expiries: the list is soonest to expire first, and a tie (the same millisecond) has no order.
+      const now = Date.now();
+      await state.putSession(record('ASIALIVE1', now + 900_000));
+      await state.putSession(record('ASIAGONE', now - SESSION_GRACE_MS - 1000));
+      await state.putSession(record('ASIALIVE2', now + 900_001));
       expect(await state.getSession('ASIALIVE1')).toMatchObject({ accessKeyId: 'ASIALIVE1' });
       expect(await state.getSession('ASIALIVE2')).toMatchObject({ accessKeyId: 'ASIALIVE2' });
       expect((await state.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(['ASIALIVE1', 'ASIALIVE2']);
