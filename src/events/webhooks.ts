@@ -136,6 +136,15 @@ class TargetWorker {
       if (this.stopped || !(await this.log.lease(this.target.name, this.holder, LEASE_MS))) return false;
       const timestamp = String(Math.floor(Date.now() / 1000));
       let why: string;
+      // A timer of our own, not AbortSignal.any([AbortSignal.timeout(ms), …]):
+      // Node 20–24 can garbage-collect a timeout signal held only by an any()
+      // composite, and then a hung receiver holds the worker forever
+      // (nodejs/node#57736; reproduced here with --gc-global).
+      const attemptAbort = new AbortController();
+      const timer = setTimeout(() => attemptAbort.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
+      const stop = () => attemptAbort.abort(this.abort.signal.reason);
+      this.abort.signal.addEventListener('abort', stop, { once: true });
+      if (this.abort.signal.aborted) stop(); // stopped while the lease was being taken
       try {
         const res = await fetch(this.target.url, {
           method: 'POST',
@@ -148,7 +157,7 @@ class TargetWorker {
           },
           body,
           redirect: 'manual',
-          signal: AbortSignal.any([AbortSignal.timeout(timeoutMs), this.abort.signal]),
+          signal: attemptAbort.signal,
         });
         // Read to the end so the connection can be reused (undici's advice).
         await res.arrayBuffer().catch(() => undefined);
@@ -159,6 +168,9 @@ class TargetWorker {
         why = `HTTP ${res.status}`;
       } catch (err) {
         why = err instanceof Error && err.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : err instanceof Error ? (err.cause instanceof Error ? err.cause.message : err.message) : String(err);
+      } finally {
+        clearTimeout(timer);
+        this.abort.signal.removeEventListener('abort', stop);
       }
       this.counters.failed(this.target.name);
       if (attempt === attempts) break;

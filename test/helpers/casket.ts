@@ -31,6 +31,8 @@ export interface CasketOptions {
   keys?: Record<string, { agent?: string; policy?: unknown }>;
   args?: string[];
   env?: Record<string, string>;
+  /** Flags for node itself, before the script (V8 flags such as --gc-global). */
+  nodeArgs?: string[];
   /** Reuse a data dir (restarts); default: a fresh temp dir. */
   dataDir?: string;
   /** Run in front of this upstream (not stopped with casket). Default: per CASKET_TEST_UPSTREAM, or none. */
@@ -96,7 +98,7 @@ export async function startCasket(options: CasketOptions = {}): Promise<RunningC
 }
 
 async function launch(dataDir: string, credentialsFile: string, admin: Cred, agents: Record<string, Cred>, keys: Record<string, Cred>, options: CasketOptions, ownsDir: boolean, extraArgs: string[] = [], upstream?: Upstream, ownedUpstream?: Upstream): Promise<RunningCasket> {
-  const args = [CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(upstream ? upstreamArgs(upstream) : []), ...(options.args ?? []), ...extraArgs];
+  const args = [...(options.nodeArgs ?? []), CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(upstream ? upstreamArgs(upstream) : []), ...(options.args ?? []), ...extraArgs];
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let stderr = '';
