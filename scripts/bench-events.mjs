@@ -10,12 +10,23 @@
  * Every write appends its event in both runs; what B adds is a reader.
  *
  *   npm run build && node scripts/bench-events.mjs [--duration S] [--runs N] [--concurrency 1,8] [--state sqlite|memory]
- *                                                  [--baseline OTHER/dist/cli.js] [--console]
+ *                                                  [--baseline OTHER/dist/cli.js] [--console [--control]] [--profile DIR]
+ *
+ * --profile DIR: casket runs under node --cpu-prof, its profile written to
+ * DIR when it stops (read it with scripts/cpuprofile-summary.mjs): what
+ * share of casket's CPU the event stream's own code takes.
  *
  * With --console, B also has the operator console's live activity view open
  * in Debian's chromium (playwright-core, headless, logged in as the admin):
  * its own EventSource on the stream, and the write log it loads. Between B
  * runs the page is blank, so A has no reader at all.
+ *
+ * With --control (needs --console), each run has a third arm C: no
+ * reader at all, but a neighbour process burning as much CPU as B's
+ * neighbours (the subscriber and chromium, read from /proc) burned in the
+ * B run before it. B/C is then what a reader costs casket beyond having
+ * busy neighbours on the same two cores: the console runs in an operator's
+ * browser, not beside casket, in production.
  *
  * With --baseline, A is a casket built from another tree (e.g. before the
  * event log existed) and B this one, neither with a subscriber: what
@@ -25,12 +36,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { S3Client } from './bench/client.mjs';
 import { fastSigner, sha256hex } from './bench/signer.mjs';
-import { cpuMs, startCasket, stop, stopAll } from './bench/processes.mjs';
+import { childPids, cpuMs, startCasket, stop, stopAll } from './bench/processes.mjs';
 import { median, percentile } from './bench/stats.mjs';
 
 const args = process.argv.slice(2);
@@ -44,6 +55,9 @@ const CONCURRENCY = option('--concurrency', '1,8').split(',').map(Number);
 const STATE = option('--state', 'sqlite');
 const BASELINE = option('--baseline', undefined);
 const CONSOLE = args.includes('--console');
+const CONTROL = args.includes('--control');
+const PROFILE = option('--profile', undefined);
+if (CONTROL && !CONSOLE) throw new Error('--control compares with the console open: add --console');
 const SIZE = 4096;
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 
@@ -108,6 +122,7 @@ async function subscribe(url, cred) {
     child.once('exit', (code) => reject(new Error(`subscriber exited ${code}`)));
   });
   return {
+    pid: child.pid,
     close: () =>
       new Promise((resolveCount) => {
         child.removeAllListeners('exit');
@@ -115,6 +130,38 @@ async function subscribe(url, cred) {
         child.send('stop');
       }),
   };
+}
+
+/**
+ * Neighbours burning \`cores\` of CPU in all (one process per started core,
+ * each spinning its share of every 10 ms), talking to nobody: the control
+ * for what busy neighbours alone do to casket's figures.
+ */
+const BURNER = `
+const share = Number(process.env.SHARE);
+const tick = () => { const end = performance.now() + share * 10; while (performance.now() < end); setTimeout(tick, Math.max(0, 10 - share * 10)); };
+tick();
+`;
+function burn(cores) {
+  const n = Math.max(1, Math.ceil(cores));
+  const children = Array.from({ length: n }, () => spawn(process.execPath, ['-e', BURNER], { env: { ...process.env, SHARE: String(Math.min(1, cores / n)) }, stdio: 'ignore' }));
+  return {
+    pids: children.map((c) => c.pid),
+    stop: () => Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r() : (c.once('exit', r), c.kill('SIGKILL')))))),
+  };
+}
+
+/** CPU (ms) of every chromium process this bench started. */
+function chromiumMs() {
+  return childPids(process.pid)
+    .filter((pid) => {
+      try {
+        return /chrom/i.test(readFileSync(`/proc/${pid}/comm`, 'utf8'));
+      } catch {
+        return false;
+      }
+    })
+    .reduce((sum, pid) => sum + cpuMs(pid), 0);
 }
 
 /** A headless chromium logged in to the console; `open()` shows the live activity view until `close()`. */
@@ -141,7 +188,7 @@ try {
   const admin = { accessKeyId: `ADMIN${randomBytes(6).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(24).toString('base64url') };
   const credentialsFile = join(dir, 'credentials.json');
   writeFileSync(credentialsFile, JSON.stringify({ credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true }] }), { mode: 0o600 });
-  const casket = await startCasket({ cli: CLI, dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log'), extraArgs: ['--state', STATE] });
+  const casket = await startCasket({ cli: CLI, dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log'), extraArgs: ['--state', STATE], nodeArgs: PROFILE ? ['--cpu-prof', '--cpu-prof-dir', resolve(PROFILE)] : [] });
   if ((await new S3Client(casket.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
   const baseline = BASELINE && (await startCasket({ cli: resolve(BASELINE), dataDir: join(dir, 'baseline'), credentialsFile, logFile: join(dir, 'baseline.log'), extraArgs: ['--state', STATE] }));
   if (baseline && (await new S3Client(baseline.url, admin).request('PUT', '/bench')).status !== 200) throw new Error('CreateBucket failed');
@@ -160,20 +207,31 @@ try {
   if (browser) console.log('B: the SSE subscriber and the console live view open in chromium');
   console.log('| c | no subscriber: req/s · p50 · p99 · casket CPU/PUT | 1 SSE subscriber: req/s · p50 · p99 · casket CPU/PUT | B/A req/s | B/A CPU | records the subscriber got / PUTs |');
   console.log('|---|---|---|---|---|---|');
+  if (CONTROL) console.log("C: no reader; neighbour processes burning the CPU that B's subscriber and chromium burned in the B run before it");
   for (const conc of CONCURRENCY) {
     const a = [];
     const b = [];
+    const c = [];
     let got = 0;
     let puts = 0;
+    let neighbours = 0; // cores B's neighbours used in the last B run
+    const used = [];
     for (let i = 0; i < RUNS; i++) {
-      const order = i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+      const order = CONTROL ? (i % 2 === 0 ? ['a', 'b', 'c'] : ['b', 'c', 'a']) : i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
       for (const which of order) {
         if (which === 'a') a.push(await run((baseline || casket).url, admin, conc, (baseline || casket).pid));
-        else if (baseline) b.push(await run(casket.url, admin, conc, casket.pid));
+        else if (which === 'c') {
+          const burner = burn(neighbours);
+          c.push(await run(casket.url, admin, conc, casket.pid));
+          await burner.stop();
+        } else if (baseline) b.push(await run(casket.url, admin, conc, casket.pid));
         else {
           const sub = await subscribe(casket.url, admin);
           if (browser) await browser.open();
+          const before = cpuMs(sub.pid) + (browser ? chromiumMs() : 0);
           const r = await run(casket.url, admin, conc, casket.pid);
+          neighbours = (cpuMs(sub.pid) + (browser ? chromiumMs() : 0) - before) / DURATION_MS;
+          used.push(neighbours);
           if (browser) await browser.close();
           // Let the subscriber catch up with the run's last records before counting.
           await new Promise((r) => setTimeout(r, 300));
@@ -185,8 +243,13 @@ try {
     }
     const m = (xs, k) => median(xs.map((x) => x[k]));
     const row = (x) => `${m(x, 'rps').toFixed(0)} · ${m(x, 'p50').toFixed(2)} ms · ${m(x, 'p99').toFixed(2)} ms · ${m(x, 'cpu').toFixed(0)} µs`;
+    const runs = (xs) => xs.map((x) => `${x.rps.toFixed(0)} req/s ${x.cpu.toFixed(0)} µs`).join(', ');
     console.log(`| ${conc} | ${row(a)} | ${row(b)} | ${(m(b, 'rps') / m(a, 'rps')).toFixed(2)}× | ${(m(b, 'cpu') / m(a, 'cpu')).toFixed(2)}× | ${got} / ${puts} |`);
-    console.log(`  runs A: ${a.map((x) => `${x.rps.toFixed(0)} req/s ${x.cpu.toFixed(0)} µs`).join(', ')}; B: ${b.map((x) => `${x.rps.toFixed(0)} req/s ${x.cpu.toFixed(0)} µs`).join(', ')}`);
+    console.log(`  runs A: ${runs(a)}; B: ${runs(b)}`);
+    if (CONTROL) {
+      console.log(`  C (neighbours burning ${used.map((x) => x.toFixed(2)).join(', ')} cores, as B's did): ${row(c)}; runs ${runs(c)}`);
+      console.log(`  C/A req/s ${(m(c, 'rps') / m(a, 'rps')).toFixed(2)}× · CPU ${(m(c, 'cpu') / m(a, 'cpu')).toFixed(2)}×; B/C req/s ${(m(b, 'rps') / m(c, 'rps')).toFixed(2)}× · CPU ${(m(b, 'cpu') / m(c, 'cpu')).toFixed(2)}×`);
+    }
     console.log(`  load average now: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   }
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
