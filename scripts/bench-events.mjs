@@ -14,16 +14,17 @@
  *
  * --profile DIR: casket runs under node --cpu-prof, its profile written to
  * DIR when it stops (read it with scripts/cpuprofile-summary.mjs): what
- * share of casket's CPU the event stream's own code takes.
+ * share of casket's CPU the event stream's own code takes. With --arms a
+ * (or b) only that arm runs, so two profiles can be compared per PUT.
  *
  * With --console, B also has the operator console's live activity view open
  * in Debian's chromium (playwright-core, headless, logged in as the admin):
  * its own EventSource on the stream, and the write log it loads. Between B
  * runs the page is blank, so A has no reader at all.
  *
- * With --control (needs --console), each run has a third arm C: no
- * reader at all, but a neighbour process burning as much CPU as B's
- * neighbours (the subscriber and chromium, read from /proc) burned in the
+ * With --control, each run has a third arm C: no reader at all, but
+ * neighbour processes burning as much CPU as B's neighbours (the
+ * subscriber, and chromium with --console, read from /proc) burned in the
  * B run before it. B/C is then what a reader costs casket beyond having
  * busy neighbours on the same two cores: the console runs in an operator's
  * browser, not beside casket, in production.
@@ -57,11 +58,14 @@ const BASELINE = option('--baseline', undefined);
 const CONSOLE = args.includes('--console');
 const CONTROL = args.includes('--control');
 const PROFILE = option('--profile', undefined);
-if (CONTROL && !CONSOLE) throw new Error('--control compares with the console open: add --console');
+/** --arms a or --arms b: run only those (with --profile: a profile of one arm alone, to compare with the other's). */
+const ARMS = option('--arms', 'a,b,c').split(',');
 const SIZE = 4096;
 const CLI = resolve(import.meta.dirname, '../dist/cli.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'casket-bench-events-'));
+/** Every PUT of the session, warm-ups included: what a --profile is divided by. */
+let putsInAll = 0;
 
 /** One run: `conc` workers PUT 4 KiB for DURATION_MS; req/s, latencies, and casket's CPU per PUT (µs, from /proc: steadier than req/s on a loaded machine). */
 async function run(url, cred, conc, pid) {
@@ -82,6 +86,7 @@ async function run(url, cred, conc, pid) {
     }),
   );
   client.close();
+  putsInAll += latencies.length;
   latencies.sort((a, b) => a - b);
   const cpu = pid ? ((cpuMs(pid) - cpuBefore) * 1000) / latencies.length : NaN;
   return { rps: latencies.length / (DURATION_MS / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu };
@@ -177,6 +182,11 @@ async function consoleBrowser(url, cred) {
     async open() {
       await page.goto(`${url}/_casket/console/#/activity`);
       await page.waitForSelector('.status[data-state="live"]', { timeout: 10_000 });
+      // Opening the view (its page, scripts, a page of the write log) is a
+      // one-off cost, ~60 ms of casket's CPU in a profile: let it finish
+      // before the measured run, which is about a console left open.
+      await page.waitForSelector('#older', { state: 'attached', timeout: 10_000 });
+      await new Promise((r) => setTimeout(r, 300));
     },
     close: () => page.goto('about:blank'),
     quit: () => browser.close(),
@@ -217,7 +227,7 @@ try {
     let neighbours = 0; // cores B's neighbours used in the last B run
     const used = [];
     for (let i = 0; i < RUNS; i++) {
-      const order = CONTROL ? (i % 2 === 0 ? ['a', 'b', 'c'] : ['b', 'c', 'a']) : i % 2 === 0 ? ['a', 'b'] : ['b', 'a'];
+      const order = (CONTROL ? (i % 2 === 0 ? ['a', 'b', 'c'] : ['b', 'c', 'a']) : i % 2 === 0 ? ['a', 'b'] : ['b', 'a']).filter((x) => ARMS.includes(x));
       for (const which of order) {
         if (which === 'a') a.push(await run((baseline || casket).url, admin, conc, (baseline || casket).pid));
         else if (which === 'c') {
@@ -253,6 +263,7 @@ try {
     console.log(`  load average now: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   }
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  if (PROFILE) console.log(`PUTs in all, warm-ups included (divide the profile by it): ${putsInAll}`);
   await stop(casket);
   if (baseline) await stop(baseline);
 } finally {
