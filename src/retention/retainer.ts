@@ -12,6 +12,14 @@ export interface RetainerLog {
 }
 
 export class Retainer {
+  /**
+   * Keeps still being written, by ETag. A read of one waits for it: a merge
+   * or a diff asked for right after the write that made its base would
+   * otherwise find the base not yet kept (the keep runs after the response)
+   * and be refused where it would succeed — seen under load in CI.
+   */
+  private readonly keeping = new Map<string, Promise<void>>();
+
   constructor(
     readonly store: Retention,
     /** Objects larger than this are never kept (--retain-max-size). */
@@ -26,7 +34,11 @@ export class Retainer {
 
   /** Keeps `content` as version `etag` in the background (its hash is checked by the store). */
   keep(etag: string, content: Buffer | undefined): void {
-    void this.kept(etag, content);
+    if (!content || !this.eligible(etag, content.length)) return;
+    const done: Promise<void> = this.kept(etag, content).finally(() => {
+      if (this.keeping.get(etag) === done) this.keeping.delete(etag);
+    });
+    this.keeping.set(etag, done);
   }
 
   /** Keeps `content` as version `etag`, resolving once it is kept (or could not be: never rejects). */
@@ -40,11 +52,13 @@ export class Retainer {
   /** Refreshes a kept version's age: true when it is kept. */
   async touch(etag: string): Promise<boolean> {
     if (!isContentETag(etag)) return false;
+    await this.keeping.get(etag);
     return this.store.touch(etag).catch(() => false);
   }
 
   async get(etag: string): Promise<Buffer | undefined> {
     if (!isContentETag(etag)) return undefined;
+    await this.keeping.get(etag);
     return this.store.get(etag).catch((err: unknown) => {
       this.log.warn({ err, etag }, 'retention: version not read');
       return undefined;
