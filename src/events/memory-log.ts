@@ -1,6 +1,6 @@
 /** The event log of `--state memory` (log.ts): an array in this process, ids 1, 2, 3… */
 import { AppendSignal, integerSequencer, MAX_EVENTS, type EventLog, type EventPage } from './log.js';
-import { withSequencer, type StoredRecord } from './record.js';
+import { LoggedEvent, type StoredRecord } from './record.js';
 
 export class MemoryEventLog implements EventLog {
   private events: Array<{ id: number; record: StoredRecord }> = [];
@@ -23,7 +23,7 @@ export class MemoryEventLog implements EventLog {
     // A cursor ahead of the log is one from another log (a restart): what it missed is unknown.
     const lost = cursor + 1 < oldest || cursor >= this.next;
     const from = lost ? (cursor >= this.next ? this.events.length : 0) : Math.max(0, cursor + 1 - oldest);
-    const events = this.events.slice(from, from + limit).map((e) => ({ id: String(e.id), record: withSequencer(e.record, integerSequencer(e.id)) }));
+    const events = this.events.slice(from, from + limit).map((e) => new LoggedEvent(String(e.id), e.record, integerSequencer(e.id)));
     return { events, lost };
   }
 

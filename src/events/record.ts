@@ -55,10 +55,48 @@ export interface EventRecord {
 /** A record as the event log holds it: everything but the sequencer, which is its place in the log. */
 export type StoredRecord = Omit<EventRecord, 's3'> & { s3: Omit<EventRecord['s3'], 'object'> & { object: Omit<EventRecord['s3']['object'], 'sequencer'> } };
 
-/** One event as read back from the log: its id (the SSE id) and the record with its sequencer. */
-export interface LoggedEvent {
-  id: string;
-  record: EventRecord;
+/**
+ * One event as read back from the log: its id (the SSE id) and the record
+ * with its sequencer. The logs keep each record as JSON; a reader that only
+ * forwards it (a stream with no filter, a webhook) takes `json` and never
+ * parses it. Parsing every record and writing it again was most of what a
+ * subscriber cost casket per write (README, Console: garbage collection
+ * alone ~23 µs per 4 KiB PutObject). `record` parses on first use.
+ */
+export class LoggedEvent {
+  private parsed: EventRecord | undefined;
+  private text: string | undefined;
+
+  /** `stored`: the record as the log keeps it, JSON (sqlite, redis) or the object itself (memory). */
+  constructor(
+    readonly id: string,
+    private readonly stored: string | StoredRecord,
+    private readonly sequencer: string,
+  ) {}
+
+  get record(): EventRecord {
+    return (this.parsed ??= withSequencer(typeof this.stored === 'string' ? (JSON.parse(this.stored) as StoredRecord) : this.stored, this.sequencer));
+  }
+
+  /** The record as JSON, byte for byte `JSON.stringify(record)`. */
+  get json(): string {
+    if (this.text !== undefined) return this.text;
+    const spliced = typeof this.stored === 'string' && this.parsed === undefined ? jsonWithSequencer(this.stored, this.sequencer) : undefined;
+    return (this.text = spliced ?? JSON.stringify(this.record));
+  }
+}
+
+/**
+ * recordOf's JSON with the sequencer added where withSequencer puts it: last
+ * in `s3.object`, which is the last member of `s3`, which `casket` follows.
+ * `}},"casket":` can only be that place: inside a JSON string every `"` is
+ * escaped, and no other member is named casket. undefined when the text is
+ * not of that shape (the caller parses instead).
+ */
+export function jsonWithSequencer(stored: string, sequencer: string): string | undefined {
+  const at = stored.indexOf('}},"casket":');
+  if (at <= 0 || stored[at - 1] === '{' || stored.indexOf('"sequencer":') !== -1) return undefined;
+  return `${stored.slice(0, at)},"sequencer":${JSON.stringify(sequencer)}${stored.slice(at)}`;
 }
 
 /**
@@ -139,6 +177,12 @@ export function matches(filter: EventFilter, record: EventRecord): boolean {
   if (filter.prefix && !decodeEventKey(record.s3.object.key).startsWith(filter.prefix)) return false;
   if (filter.events && filter.events.length > 0 && !filter.events.some((e) => record.eventName.startsWith(e.replace(/\*$/, '')))) return false;
   return true;
+}
+
+/** `matches` for an event read from the log; a filter that asks for nothing does not parse the record. */
+export function selects(filter: EventFilter, event: LoggedEvent): boolean {
+  const none = !filter.buckets?.length && !filter.prefix && !filter.events?.length;
+  return none || matches(filter, event.record);
 }
 
 export function decodeEventKey(key: string): string {

@@ -17,7 +17,7 @@
 import type { Redis } from 'ioredis';
 import { closeRedis, openRedis, type RedisTarget } from '../state/redis-connection.js';
 import { AppendSignal, MAX_EVENTS, type EventLog, type EventPage } from './log.js';
-import { withSequencer, type StoredRecord } from './record.js';
+import { LoggedEvent, type StoredRecord } from './record.js';
 
 /** Below the connection's command timeout (state/redis-connection.ts): a block longer than that would be cut off as an error. */
 const BLOCK_MS = 2000;
@@ -93,7 +93,7 @@ export class RedisEventLog implements EventLog {
     if (!bounds) return { events: [], lost: after !== '0-0' };
     // Behind what was trimmed, or ahead of anything this stream gave (another Redis): events were missed.
     const lost = before(after, bounds.deleted) || before(bounds.last, after);
-    const events = rows.map(([id, fields]) => ({ id, record: withSequencer(JSON.parse(fields[1] ?? '{}') as StoredRecord, sequencer(id)) }));
+    const events = rows.map(([id, fields]) => new LoggedEvent(id, fields[1] ?? '{}', sequencer(id)));
     return { events, lost };
   }
 

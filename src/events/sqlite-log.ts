@@ -7,7 +7,7 @@
  */
 import { openSqlite, type Database, type Statement } from '../sqlite.js';
 import { AppendSignal, integerSequencer, MAX_EVENTS, type EventLog, type EventPage } from './log.js';
-import { withSequencer, type StoredRecord } from './record.js';
+import { LoggedEvent, type StoredRecord } from './record.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY AUTOINCREMENT, at INTEGER NOT NULL, record TEXT NOT NULL);
@@ -99,7 +99,7 @@ export class SqliteEventLog implements EventLog {
     const oldest = this.oldest.get()?.id ?? newest + 1;
     const lost = cursor + 1 < oldest || cursor > newest;
     if (cursor > newest) return { events: [], lost };
-    const events = this.page.all(cursor, limit).map((row) => ({ id: String(row.id), record: withSequencer(JSON.parse(row.record) as StoredRecord, integerSequencer(row.id)) }));
+    const events = this.page.all(cursor, limit).map((row) => new LoggedEvent(String(row.id), row.record, integerSequencer(row.id)));
     return { events, lost };
   }
 

@@ -25,7 +25,7 @@
  *   else gets 403.
  */
 import type { EventLog } from './log.js';
-import { matches, type EventFilter } from './record.js';
+import { selects, type EventFilter } from './record.js';
 import { EventTail, message } from './tail.js';
 
 export const EVENTS_PATH = '/_casket/events';
@@ -157,7 +157,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
                   continue;
                 }
                 cursor = news[news.length - 1]!.id;
-                let matching = news.filter((e) => matches(filter, e.record));
+                let matching = news.filter((e) => selects(filter, e.event));
                 let skipped = '';
                 if (sampleMs > 0 && matching.length > SAMPLE_RECORDS) {
                   skipped = `event: skipped\ndata: ${JSON.stringify({ count: matching.length - SAMPLE_RECORDS })}\n\n`;
@@ -206,7 +206,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
             first = false;
             if (page.events.length > 0) {
               cursor = page.events[page.events.length - 1]!.id;
-              const text = page.events.filter((e) => matches(filter, e.record)).map(message).join('');
+              const text = page.events.filter((e) => selects(filter, e)).map(message).join('');
               if (text !== '') {
                 controller.enqueue(encoder.encode(text));
                 return;

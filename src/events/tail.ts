@@ -17,14 +17,22 @@
 import type { EventLog } from './log.js';
 import type { LoggedEvent } from './record.js';
 
-export interface TailEvent extends LoggedEvent {
-  /** The event as one SSE message (`id:` and `data:` lines). */
-  text: string;
-}
-
 /** One SSE message per record; JSON has no raw newlines, so one data: line is the whole record. */
 export function message(e: LoggedEvent): string {
-  return `id: ${e.id}\ndata: ${JSON.stringify({ Records: [e.record] })}\n\n`;
+  return `id: ${e.id}\ndata: {"Records":[${e.json}]}\n\n`;
+}
+
+/** An event the tail holds, with its SSE message made once, when a stream first sends it (a sampled stream sends few). */
+export class TailEvent {
+  private sse: string | undefined;
+  constructor(readonly event: LoggedEvent) {}
+  get id(): string {
+    return this.event.id;
+  }
+  /** The event as one SSE message (`id:` and `data:` lines). */
+  get text(): string {
+    return (this.sse ??= message(this.event));
+  }
 }
 
 export class EventTail {
@@ -116,7 +124,7 @@ export class EventTail {
           this.reset(await this.log.head());
           break;
         }
-        for (const e of page.events) this.push({ id: e.id, record: e.record, text: message(e) });
+        for (const e of page.events) this.push(new TailEvent(e));
         if (page.events.length < pageSize) break;
       }
     } catch {

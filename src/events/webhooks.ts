@@ -29,7 +29,7 @@ import { createHmac } from 'node:crypto';
 import type { Logger } from '../log.js';
 import type { EventLog } from './log.js';
 import type { Notifications, WebhookTarget } from './notifications.js';
-import { matches, type LoggedEvent } from './record.js';
+import { selects, type LoggedEvent } from './record.js';
 
 export interface WebhookCounters {
   pushed(target: string): void;
@@ -110,7 +110,7 @@ class TargetWorker {
         let skipped: string | undefined;
         for (const event of page.events) {
           if (this.stopped) return;
-          if (!matches(this.target, event.record)) {
+          if (!selects(this.target, event)) {
             skipped = event.id;
             continue;
           }
@@ -130,7 +130,7 @@ class TargetWorker {
 
   /** true: delivered or dropped (move on); false: stopped, or the lease went to another casket (leave the cursor). */
   private async deliver(event: LoggedEvent): Promise<boolean> {
-    const body = JSON.stringify({ Records: [event.record] });
+    const body = `{"Records":[${event.json}]}`;
     const { attempts, timeoutMs, backoffMs, maxBackoffMs } = this.settings;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       if (this.stopped || !(await this.log.lease(this.target.name, this.holder, LEASE_MS))) return false;

@@ -113,7 +113,7 @@ describe('EventTail', () => {
         if (after === undefined) continue;
         answered++;
         expect(after.map((e) => Number(e.id))).toEqual(range(cursor + 1, appended));
-        for (const e of after) expect(e.text).toBe(`id: ${e.id}\ndata: ${JSON.stringify({ Records: [e.record] })}\n\n`);
+        for (const e of after) expect(e.text).toBe(`id: ${e.id}\ndata: ${JSON.stringify({ Records: [e.event.record] })}\n\n`);
       }
       // The newest events are always held: a caught-up reader never reads the log.
       expect(tail.after(String(appended))).toEqual([]);
