@@ -26,6 +26,9 @@ function casketWith(flags: Record<string, string>) {
     put: (who: 'admin' | 'alice', key: string, body: string, headers: Record<string, string> = {}) =>
       raw(c.casket.url, who === 'admin' ? c.casket.admin : c.casket.agents.alice!, { method: 'PUT', path: `/${bucket}/${key}`, headers, body }),
     preImage: async (body: string) => (await c.casket.casket.services.preImages!.get(etagOf(body).slice(1, -1)))?.toString(),
+    get casket() {
+      return c.casket;
+    },
     content: async (key: string) => (await raw(c.casket.url, c.casket.admin, { method: 'GET', path: `/${bucket}/${key}` })).body,
   };
 }
@@ -51,5 +54,19 @@ describe('--guard observe', () => {
     expect(r.status, r.body).toBe(200);
     expect(await c.content('watched')).toBe('by alice, unconditionally');
     expect(await c.preImage('by a person')).toBe('by a person');
+  });
+
+  // If-None-Match naming an ETag (RFC 9110 §13.1.2) is not create-only: when
+  // the key holds another version, the write replaces it, so it is kept.
+  // (An agent that has not read the key at all is refused even here; one that
+  // read part of it is only watched.)
+  it("an agent's If-None-Match naming another version's ETag, after a partial read, replaces the version there, which is kept", async () => {
+    await c.put('admin', 'named', 'before the named write');
+    const part = await raw(c.casket.url, c.casket.agents.alice!, { method: 'GET', path: `/${bucket}/named`, headers: { range: 'bytes=0-5' } });
+    expect([part.status, part.body]).toEqual([206, 'before']);
+    const r = await c.put('alice', 'named', 'by alice, not over "other"', { 'if-none-match': etagOf('other') });
+    expect(r.status, r.body).toBe(200);
+    expect(await c.content('named')).toBe('by alice, not over "other"');
+    expect(await c.preImage('before the named write')).toBe('before the named write');
   });
 });
