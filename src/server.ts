@@ -90,6 +90,7 @@ function requestHasBody(headers: Record<string, string>): boolean {
 
 function writeToNode(res: S3Response, incoming: IncomingMessage, outgoing: ServerResponse, headers: Record<string, string>, done: (bytes: number, complete: boolean) => void): void {
   const body = res.body;
+  res.onSend?.();
   const finish = (complete: boolean) => {
     void res.onFinish?.(complete);
     done(Number(res.headers['content-length'] ?? 0), complete);

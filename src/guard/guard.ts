@@ -27,6 +27,19 @@ import { commitConditionFor, evaluateWrite, hasWriteCondition, versionConditionF
 import { Refusal, type RefusalReason } from './refusal.js';
 
 export type GuardMode = 'enforce' | 'observe' | 'off';
+
+/**
+ * The longest a write waits for its agent's reads of the same key still being
+ * answered: enough for a read's last bytes and its record; a download that
+ * runs longer (a large object the agent also writes meanwhile) does not hold
+ * the write, which is judged on what is recorded by then.
+ */
+const READ_WAIT_MS = 5_000;
+
+/** JSON, so no agent, bucket or key can run into the next. */
+function readId(agent: string, bucket: string, key: string): string {
+  return JSON.stringify([agent, bucket, key]);
+}
 export type AgentWritePolicy = 'require' | 'read-stamp';
 
 export interface GuardOptions {
@@ -79,7 +92,44 @@ export interface WritePermit {
 type AgentDecision = { permit: WritePermit } | { refuse: RefusalReason; lastSeenETag?: string };
 
 export class Guard {
+  /** Reads being answered to an agent and not yet recorded, by agent, bucket and key (readDelivering). */
+  private readonly delivering = new Map<string, Set<Promise<void>>>();
+
   constructor(private readonly state: StateStore, private readonly options: GuardOptions) {}
+
+  /**
+   * A GetObject is being answered to `agent`. Its read is recorded once the
+   * last byte has gone (onFinish), and a client holding that byte may write
+   * before the record lands: boto3's download_file does, its conditional
+   * PutObject right after its last ranged GET, and under load casket judged
+   * that write on the stamps without the last range (a 412 partial-read for
+   * a whole read). A write by the same agent to the same key waits for such
+   * reads (at most READ_WAIT_MS) before it is judged. Returns the function to
+   * call once the read is recorded, or not to be (the response was cut).
+   * One casket's reads only: with several on Redis, a write that reaches
+   * another casket first is judged on what is recorded.
+   */
+  readDelivering(agent: string, bucket: string, key: string): () => void {
+    const id = readId(agent, bucket, key);
+    let done!: () => void;
+    const read = new Promise<void>((resolve) => (done = resolve));
+    const reads = this.delivering.get(id) ?? new Set();
+    reads.add(read);
+    this.delivering.set(id, reads);
+    return () => {
+      done();
+      reads.delete(read);
+      if (reads.size === 0 && this.delivering.get(id) === reads) this.delivering.delete(id);
+    };
+  }
+
+  private async readsRecorded(agent: string, bucket: string, key: string): Promise<void> {
+    const reads = this.delivering.get(readId(agent, bucket, key));
+    if (!reads) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([Promise.all(reads), new Promise<void>((resolve) => (timer = setTimeout(resolve, READ_WAIT_MS)))]);
+    clearTimeout(timer);
+  }
 
   get mode(): GuardMode {
     return this.options.mode;
@@ -134,6 +184,7 @@ export class Guard {
 
   private async agentRules(w: WriteRequest & { agent: string }): Promise<AgentDecision> {
     const { conditions } = w;
+    await this.readsRecorded(w.agent, w.bucket, w.key);
     const stamp = await this.state.getStamp(w.agent, w.bucket, w.key);
     const seen = stamp ? { lastSeenETag: stamp.etag } : {};
     if (!hasWriteCondition(conditions)) {

@@ -21,6 +21,12 @@ export interface S3Response {
    * sees the stamp.
    */
   onFinish?: (complete: boolean) => void | Promise<void>;
+  /**
+   * Called once when casket starts sending this response on a connection,
+   * before its first byte; onFinish always follows. A GetObject to an agent
+   * marks its read as in flight here (guard.ts, readDelivering).
+   */
+  onSend?: () => void;
 }
 
 /** RFC 9110 §5.6.7 IMF-fixdate, as S3 sends Last-Modified. */

@@ -117,11 +117,19 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer })
   }
   const response: S3Response = { ...headers(ctx, info, sel), body };
   if (agent && !info.noncurrent) {
+    let recorded: (() => void) | undefined;
+    response.onSend = () => {
+      recorded = guard.readDelivering(agent, bucket, key);
+    };
     response.onFinish = async (complete) => {
-      await Promise.all([
-        complete && kept ? retainer?.kept(info.etag, kept()) : undefined,
-        guard.recordRead(agent, info, start, end, complete).catch((err: unknown) => log.error({ err, requestId: ctx.requestId, agent, bucket, key }, 'read stamp not recorded')),
-      ]);
+      try {
+        await Promise.all([
+          complete && kept ? retainer?.kept(info.etag, kept()) : undefined,
+          guard.recordRead(agent, info, start, end, complete).catch((err: unknown) => log.error({ err, requestId: ctx.requestId, agent, bucket, key }, 'read stamp not recorded')),
+        ]);
+      } finally {
+        recorded?.();
+      }
     };
   }
   return response;

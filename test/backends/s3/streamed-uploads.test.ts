@@ -79,10 +79,29 @@ function spooled(): number {
  */
 async function startUnsignedPut(key: string, body: Buffer, first: number): Promise<{ req: ClientRequest; answer: Promise<RawResponse> }> {
   const { headers } = await signRequest(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/${key}`, payloadHash: 'UNSIGNED-PAYLOAD', headers: { 'content-length': String(body.length) } });
+  return startPut(`/${bucket}/${key}`, headers, body, first);
+}
+
+/**
+ * A signed PUT whose body fails only at its end: all but the last `holdBack`
+ * bytes are sent, and the rest only once the upstream has received more than
+ * 1 MiB — so "most of it got there" holds however loaded the machine (sent
+ * at once, casket can refuse before its upstream socket has been read).
+ */
+async function putFailingAtTheEnd(path: string, headers: Record<string, string>, body: Buffer, holdBack = 128 * 1024): Promise<{ answer: RawResponse; streamed: number }> {
+  const before = relay.sent();
+  const { req, answer } = startPut(path, headers, body, body.length - holdBack);
+  await until(() => relay.sent() - before > MiB, 'the upstream to receive more than 1 MiB before the end of the body is sent');
+  const streamed = relay.sent() - before;
+  req.end(body.subarray(body.length - holdBack));
+  return { answer: await answer, streamed };
+}
+
+function startPut(path: string, headers: Record<string, string>, body: Buffer, first: number): { req: ClientRequest; answer: Promise<RawResponse> } {
   const u = new URL(casket.url);
   let req!: ClientRequest;
   const answer = new Promise<RawResponse>((resolve, reject) => {
-    req = httpRequest({ host: u.hostname, port: u.port, method: 'PUT', path: `/${bucket}/${key}`, headers }, (res) => {
+    req = httpRequest({ host: u.hostname, port: u.port, method: 'PUT', path, headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
@@ -155,16 +174,17 @@ describe('an unsigned PutObject streams upstream as it arrives', () => {
 describe('a streamed body that fails leaves nothing upstream, though most of it got there', () => {
   it('a wrong CRC32 trailer → 400 BadDigest', async () => {
     const data = randomBytes(2 * MiB);
-    const before = relay.sent();
-    const r = await raw(casket.url, casket.admin, {
+    const path = `/${bucket}/bad-trailer`;
+    const body = Buffer.from(encodeChunked(data, 64 * 1024, { trailers: 'x-amz-checksum-crc32:AAAAAA==\r\n' }));
+    const { headers } = await signRequest(casket.url, casket.admin, {
       method: 'PUT',
-      path: `/${bucket}/bad-trailer`,
+      path,
       payloadHash: 'STREAMING-UNSIGNED-PAYLOAD-TRAILER',
-      headers: { 'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': String(data.length), 'x-amz-trailer': 'x-amz-checksum-crc32' },
-      body: encodeChunked(data, 64 * 1024, { trailers: 'x-amz-checksum-crc32:AAAAAA==\r\n' }),
+      headers: { 'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': String(data.length), 'x-amz-trailer': 'x-amz-checksum-crc32', 'content-length': String(body.length) },
     });
+    const { answer: r, streamed } = await putFailingAtTheEnd(path, headers, body);
     expect([r.status, errorCode(r.body)]).toEqual([400, 'BadDigest']);
-    expect(relay.sent() - before, 'the body streamed upstream').toBeGreaterThan(MiB);
+    expect(streamed, 'the body streamed upstream').toBeGreaterThan(MiB);
     await absentUpstream('bad-trailer');
   });
 
@@ -185,10 +205,9 @@ describe('a streamed body that fails leaves nothing upstream, though most of it 
     const body = Buffer.from(encodeChunked(data, chunk, { signatureFor: (c) => signer.chunk(c) }));
     // One flipped byte in the last data chunk: its signature no longer matches.
     body[body.length - 200] = body[body.length - 200]! ^ 1;
-    const before = relay.sent();
-    const r = await send(casket.url, 'PUT', path, headers, body);
+    const { answer: r, streamed } = await putFailingAtTheEnd(path, headers, body);
     expect([r.status, errorCode(r.body)]).toEqual([403, 'SignatureDoesNotMatch']);
-    expect(relay.sent() - before, 'the body streamed upstream').toBeGreaterThan(MiB);
+    expect(streamed, 'the body streamed upstream').toBeGreaterThan(MiB);
     await absentUpstream('bad-chunk');
   });
 
