@@ -19,7 +19,8 @@ part, then reads its ETag back from the part's buffer; a second upload of
 the same part number in between closes that buffer (it replaces the part),
 so the first answers 500 ("I/O operation on closed file", moto/s3/models.py
 etag) — and with only upload_part itself locked, CI still saw one such 500
-among eight concurrent uploads of one part number. AWS S3 and Ceph RGW take
+among eight concurrent uploads of one part number. ListParts reads the same
+ETags, so it is locked as well. AWS S3 and Ceph RGW take
 concurrent uploads of one part number, and casket streams them concurrently
 (src/backends/s3/multipart.ts). The lock is reentrant: a locked UploadPart
 calls other locked methods.
@@ -60,7 +61,11 @@ _key_response = S3Response._key_response
 
 def _key_response_locked_for_parts(self, request, full_url):
     # UploadPart (see above): PUT ?partNumber=&uploadId=, body already read.
-    if request.method == "PUT" and "uploadId=" in full_url and "partNumber=" in full_url:
+    # ListParts (GET ?uploadId=) too: it reads each part's ETag from the same
+    # buffers, and a concurrent UploadPart of that part number closing one
+    # answered casket's ListParts 500 (seen here under load, moto's log:
+    # "I/O operation on closed file" on GET ?max-parts=1&uploadId=).
+    if (request.method == "PUT" and "uploadId=" in full_url and "partNumber=" in full_url) or (request.method == "GET" and "uploadId=" in full_url):
         with _commit:
             return _key_response(self, request, full_url)
     return _key_response(self, request, full_url)
