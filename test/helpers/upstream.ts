@@ -18,7 +18,7 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { appendFileSync, existsSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { connect, createServer, type Socket } from 'node:net';
 import { promisify } from 'node:util';
@@ -72,7 +72,7 @@ export async function startMoto(): Promise<Upstream> {
     const proc = spawn('python3', [MOTO_SERVER, '127.0.0.1', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
     started.add(proc);
     let stderr = '';
-    proc.stderr!.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); appendFileSync('/tmp/moto-stderr.log', d); });
+    proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
     const url = `http://127.0.0.1:${port}`;
     const exited = new Promise<void>((r) => proc.once('exit', () => r()));
     const ready = await waitForHttp(url, 20_000, () => proc.exitCode !== null);
