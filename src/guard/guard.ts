@@ -28,18 +28,6 @@ import { Refusal, type RefusalReason } from './refusal.js';
 
 export type GuardMode = 'enforce' | 'observe' | 'off';
 
-/**
- * The longest a write waits for its agent's reads of the same key still being
- * answered: enough for a read's last bytes and its record; a download that
- * runs longer (a large object the agent also writes meanwhile) does not hold
- * the write, which is judged on what is recorded by then.
- */
-const READ_WAIT_MS = 5_000;
-
-/** JSON, so no agent, bucket or key can run into the next. */
-function readId(agent: string, bucket: string, key: string): string {
-  return JSON.stringify([agent, bucket, key]);
-}
 export type AgentWritePolicy = 'require' | 'read-stamp';
 
 export interface GuardOptions {
@@ -90,6 +78,19 @@ export interface WritePermit {
 
 /** What the agent rules decide without the current version: a condition, or a refusal to explain. */
 type AgentDecision = { permit: WritePermit } | { refuse: RefusalReason; lastSeenETag?: string };
+
+/**
+ * The longest a write waits for its agent's reads of the same key still being
+ * answered: enough for a read's last bytes and its record; a download that
+ * runs longer (a large object the agent also writes meanwhile) does not hold
+ * the write, which is judged on what is recorded by then.
+ */
+const READ_WAIT_MS = 5_000;
+
+/** JSON, so no agent, bucket or key can run into the next. */
+function readId(agent: string, bucket: string, key: string): string {
+  return JSON.stringify([agent, bucket, key]);
+}
 
 export class Guard {
   /** Reads being answered to an agent and not yet recorded, by agent, bucket and key (readDelivering). */
