@@ -6,7 +6,10 @@
  * (helpers/tools.ts `need`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { hasCommand } from './tools.js';
 import { freePort } from './upstream.js';
 
@@ -40,11 +43,14 @@ export function ping(port: number): Promise<boolean> {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function launch(port: number): Promise<{ proc: ChildProcess; exited: Promise<void> }> {
-  const proc = spawn(REDIS_SERVER, ['--save', '', '--appendonly', 'no', '--port', String(port), '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // A dir of its own: a server made a replica (REPLICAOF) writes the RDB it
+  // receives there, and the repo is no place for it.
+  const dir = mkdtempSync(join(tmpdir(), 'casket-redis-'));
+  const proc = spawn(REDIS_SERVER, ['--save', '', '--appendonly', 'no', '--dir', dir, '--port', String(port), '--bind', '127.0.0.1'], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   proc.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
   proc.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => (rmSync(dir, { recursive: true, force: true }), resolve())));
   const deadline = Date.now() + 10_000;
   while (!(await ping(port))) {
     if (proc.exitCode !== null || Date.now() > deadline) {
