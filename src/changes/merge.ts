@@ -24,7 +24,17 @@ function lines(text: string): string[] {
   return text === '' ? [] : text.split(/(?<=\n)/);
 }
 
-export function mergeText(base: string, sent: string, current: string, labels: { sent: string; base: string; current: string }): MergeOutcome {
+/** What the conflict markers name each side by. */
+export interface MergeLabels {
+  sent: string;
+  base: string;
+  current: string;
+}
+
+/** A merge whose text is kept only when clean (no markers) needs no names. */
+const UNNAMED: MergeLabels = { sent: 'sent', base: 'base', current: 'current' };
+
+export function mergeText(base: string, sent: string, current: string, labels: MergeLabels = UNNAMED): MergeOutcome {
   const result = merge(lines(current), lines(base), lines(sent), {
     excludeFalseConflicts: false,
     label: { a: labels.current, o: labels.base, b: labels.sent },

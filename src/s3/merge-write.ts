@@ -130,11 +130,9 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
     if (current.etag === base) throw e;
     const [baseContent, theirs] = await Promise.all([retainer.get(base), currentContent(services, current, limit)]);
     if (!baseContent || !theirs || !isText(baseContent) || !isText(sent) || !isText(theirs)) throw e;
-    const merged = mergeText(baseContent.toString('utf8'), sent.toString('utf8'), theirs.toString('utf8'), {
-      base: `base ${formatETag(base, false)}`,
-      current: `current ${formatETag(current.etag, false)}${current.writer ? ` (agent "${current.writer}")` : ''}`,
-      sent: `yours ${formatETag(sentETag, false)}`,
-    });
+    // Only a clean merge is written; the markers of a conflict are made
+    // where they are read (/_casket/merge, agent-changes.ts).
+    const merged = mergeText(baseContent.toString('utf8'), sent.toString('utf8'), theirs.toString('utf8'));
     if (!merged.clean) {
       // Both sides kept before the answer, so the link to the merge with
       // markers can be followed the moment the agent reads it.

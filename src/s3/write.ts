@@ -173,7 +173,8 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
       throw e;
     }
     const attempted = e.attemptedETag !== undefined ? e.attemptedETag : w.deletes ? null : w.declaredSha256;
-    const identical = attempted !== undefined && attempted === (e.current?.etag ?? null);
+    // An undefined attempt (no declared SHA-256) equals no ETag and no absence (null).
+    const identical = attempted === (e.current?.etag ?? null);
     if (identical && (await madeByThisCall(e.current))) {
       await w.services.events?.publish(notice(w, 'exact-retry', e.current?.etag, e.current?.size));
       return w.landed(e.current);
@@ -199,12 +200,13 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
         bucket: w.bucket,
         key: w.key,
         operation: w.operation,
-        ...(w.ctx.agent !== undefined && { agent: w.ctx.agent }),
-        ...(w.ctx.accessKey !== undefined && { accessKey: w.ctx.accessKey }),
-        ...(invocationId !== undefined && { invocationId }),
-        ...(previousETag !== undefined && { previousETag }),
+        // A field left undefined is absent from every store's record (JSON drops it).
+        agent: w.ctx.agent,
+        accessKey: w.ctx.accessKey,
+        invocationId,
+        previousETag,
         ...(written && { newETag: written.etag }),
-        ...(versionId !== undefined && { versionId }),
+        versionId,
       },
       written,
     )
@@ -212,8 +214,8 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
   // Only now, after the commit: an event is never told of a write that did not land (docs/design.md §9).
   await w.services.events?.publish({
     ...notice(w, 'written', written?.etag, written?.size),
-    ...(previousETag !== undefined && { previousETag }),
-    ...(versionId !== undefined && { versionId }),
+    previousETag,
+    versionId,
     // A delete that made a version made a delete marker (API_DeleteObject, versioned bucket).
     ...(w.deletes && versionId !== undefined && { deleteMarker: true }),
     ...(w.agentRules === false && { merged: true }),
@@ -229,10 +231,11 @@ function notice<T>(w: GuardedWrite<T>, kind: WriteNotice['kind'], etag: string |
     bucket: w.bucket,
     key: w.key,
     requestId: w.ctx.requestId,
-    ...(w.ctx.agent !== undefined && { agent: w.ctx.agent }),
-    ...(w.ctx.accessKey !== undefined && { accessKey: w.ctx.accessKey }),
-    ...(etag !== undefined && { etag }),
-    ...(size !== undefined && { size }),
+    // Undefined fields are absent from the stored record (JSON drops them).
+    agent: w.ctx.agent,
+    accessKey: w.ctx.accessKey,
+    etag,
+    size,
   };
 }
 
@@ -240,7 +243,7 @@ function notice<T>(w: GuardedWrite<T>, kind: WriteNotice['kind'], etag: string |
 function identicalUpFront<T>(r: Refusal, w: GuardedWrite<T>): Refusal {
   if (!VERSION_REFUSALS.has(r.reason) && r.reason !== 'no-such-key') return r;
   const attempted = w.deletes ? null : w.declaredSha256;
-  return attempted !== undefined && attempted === (r.current?.etag ?? null) ? r.with(r.current, { identical: true }) : r;
+  return attempted === (r.current?.etag ?? null) ? r.with(r.current, { identical: true }) : r;
 }
 
 /** A create-only write (If-None-Match: *) replaces nothing: there is no pre-image to keep. */

@@ -66,8 +66,26 @@ describe('x-casket-merge: text', () => {
     expect([m.status, m.headers['x-casket-merge-clean']]).toEqual([200, 'false']);
     expect(m.body).toContain('seven by alice');
     expect(m.body).toContain('seven by bob');
-    expect(m.body).toMatch(/<<<<<<< [^\n]*\n/);
+    // Each side is named by its ETag, the current one with the agent that wrote it.
+    expect(m.body).toContain(`<<<<<<< current ${a.headers.etag} (agent "alice")\n`);
+    expect(m.body).toContain(`>>>>>>> yours ${etagOf(edit('line 7', 'seven by bob'))}\n`);
     expect(a.status).toBe(200);
+  });
+
+  it('the current side written by no agent is named by its ETag alone', async () => {
+    const base = await sharedBase('person.md');
+    const p = await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/person.md`, headers: { 'if-match': base }, body: edit('line 9', 'nine by a person') });
+    const b = await write(bob, 'person.md', base, edit('line 9', 'nine by bob'));
+    expect(xmlField(b.body, 'Reason'), b.body).toBe('merge-conflict');
+    const m = await raw(casket.url, bob, { method: 'GET', path: b.headers['x-casket-merge-conflict'] as string });
+    expect(m.body).toContain(`<<<<<<< current ${p.headers.etag}\n`);
+  });
+
+  it('x-casket-merge: " Text " merges as "text" does (case and surrounding space do not matter)', async () => {
+    const base = await sharedBase('cased.md');
+    expect((await write(alice, 'cased.md', base, edit('line 2', 'two by alice'))).status).toBe(200);
+    const b = await raw(casket.url, bob, { method: 'PUT', path: `/${bucket}/cased.md`, headers: { 'if-match': base, 'x-casket-merge': ' Text ' }, body: edit('line 28', 'twenty-eight by bob') });
+    expect([b.status, b.headers['x-casket-merged']], b.body).toEqual([200, expect.any(String)]);
   });
 
   it('a base casket did not keep (no agent read it): the ordinary 412, nothing merged', async () => {
