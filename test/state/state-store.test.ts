@@ -477,6 +477,20 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(paged).toEqual(newestFirst);
     });
 
+    it('pages the same way once the cap has dropped the oldest entries: the newest maxEntries, each once', async () => {
+      const state = await open({ ttlMs: 60_000, maxEntries: 5 });
+      for (let i = 1; i <= 8; i++) await state.appendWriteLog({ at: new Date(t0 + i), bucket: 'b', key: `k${i}`, operation: 'PutObject' });
+      const pages: string[][] = [];
+      let before: string | undefined;
+      for (let page = 0; page < 5; page++) {
+        const list = await state.listWriteLog({ limit: 2, ...(before !== undefined && { before }) });
+        pages.push(list.map((e) => e.key));
+        if (list.length < 2) break;
+        before = list.at(-1)!.cursor!;
+      }
+      expect(pages).toEqual([['k8', 'k7'], ['k6', 'k5'], ['k4']]);
+    });
+
     it('filters by key prefix, a % or _ in it taken literally', async () => {
       const state = await logged();
       await state.appendWriteLog({ at: new Date(t0 + 6), bucket: 'b1', key: 'a%b/1', operation: 'PutObject', newETag: 'p1' });
@@ -675,6 +689,29 @@ describe('sqlite', () => {
     expect(await reopened.recordRead('a', 'b', 'k', { etag: 'v1', size: 100, start: 40, end: 100 })).toMatchObject({ full: true });
     expect((await reopened.listWriteLog({ limit: 10 })).map((e) => e.newETag)).toEqual(['v2']);
     expect(await reopened.getIndexedETag('b', 'w', 'up')).toBe('v2');
+  });
+
+  it('write-log and ETag index entries reach the file within a turn, without a close: a restart after a crash finds them', async () => {
+    const path = join(tempDir(), 'state.db');
+    const running = tracked(new SqliteStateStore(path, LIMITS));
+    // What a casket started after a kill -9 reads: the file, through a handle of its own.
+    const afterCrash = async () => {
+      const store = new SqliteStateStore(path, LIMITS);
+      try {
+        return { log: (await store.listWriteLog({ limit: 10 })).map((e) => e.newETag), index: await store.getIndexedETag('b', 'k', 'up2') };
+      } finally {
+        await store.close();
+      }
+    };
+    const turn = () => new Promise((r) => setImmediate(r));
+    await running.appendWriteLog({ at: new Date(), bucket: 'b', key: 'k', operation: 'PutObject', newETag: 'e1' });
+    await turn();
+    expect((await afterCrash()).log).toEqual(['e1']);
+    // And every turn after the first.
+    await running.appendWriteLog({ at: new Date(), bucket: 'b', key: 'k', operation: 'PutObject', newETag: 'e2' });
+    await running.putIndexedETag('b', 'k', 'up2', 'e2');
+    await turn();
+    expect(await afterCrash()).toEqual({ log: ['e2', 'e1'], index: 'e2' });
   });
 
   it('a write log an older casket made (no invocation or version id column) keeps working, and records both from then on', async () => {
