@@ -10,7 +10,8 @@ export function mergeRead(previous: ReadStamp | undefined, read: ReadEvent, now:
   const base = previous && previous.etag === read.etag ? previous.covered : [];
   const covered = mergeIntervals([...base, [read.start, read.end]]);
   const first = covered[0];
-  const full = read.size === 0 || (covered.length === 1 && first !== undefined && first[0] <= 0 && first[1] >= read.size);
+  // The intervals are merged and sorted: the first one alone either covers the version or nothing does.
+  const full = read.size === 0 || (first !== undefined && first[0] <= 0 && first[1] >= read.size);
   return { etag: read.etag, size: read.size, full, covered: full ? [[0, read.size]] : covered, at: now };
 }
 
