@@ -770,6 +770,16 @@ describe.skipIf(!haveRedis)('redis', () => {
     expect(await one.getStamp('a', 'b', 'k')).toBeDefined();
   });
 
+  it("each prefix has its own entry cap: one casket's stamps do not push out another's", async () => {
+    const limits = { ttlMs: 60_000, maxEntries: 3 };
+    const one = tracked(await RedisStateStore.connect(redis!.url, limits, { prefix: `cap-one-${randomBytes(4).toString('hex')}:` }));
+    const two = tracked(await RedisStateStore.connect(redis!.url, limits, { prefix: `cap-two-${randomBytes(4).toString('hex')}:` }));
+    for (const k of ['k1', 'k2', 'k3']) await one.recordWrite('alice', 'b', k, 'v', 1);
+    for (const k of ['k1', 'k2', 'k3']) await two.recordWrite('bob', 'b', k, 'v', 1);
+    expect((await one.listStamps('alice')).map((e) => e.key)).toEqual(['k1', 'k2', 'k3']);
+    expect((await two.listStamps('bob')).map((e) => e.key)).toEqual(['k1', 'k2', 'k3']);
+  });
+
   it('part digests an older casket recorded (hash field = part number) are read, as older than any recorded since', async () => {
     const prefix = `casket-old-${randomBytes(4).toString('hex')}:`;
     const raw = new Redis(redis!.url);
