@@ -118,6 +118,23 @@ describe.skipIf(!haveRedis)('a connection that drops, ends or is demoted', () =>
     }
   }, 30_000);
 
+  it('any other error answer (a script error, a wrong type) fails that command and keeps the connection', async () => {
+    const redis = await openRedis({ url: primary.url });
+    try {
+      let reconnects = 0;
+      redis.on('reconnecting', () => reconnects++);
+      await redis.set('a-string', 'x');
+      await expect(redis.lpush('a-string', 'y')).rejects.toThrow(/WRONGTYPE/);
+      await expect(redis.call('NOSUCHCOMMAND')).rejects.toThrow(/unknown command/);
+      // Still the same connection: nothing dropped, nothing to reconnect.
+      expect(await redis.get('a-string')).toBe('x');
+      await new Promise((r) => setTimeout(r, 300));
+      expect([reconnects, redis.status]).toEqual([0, 'ready']);
+    } finally {
+      await closeRedis(redis);
+    }
+  });
+
   it('a client that ended by itself (ioredis gave up) is connected again; one casket closed stays closed', async () => {
     const redis = await openRedis({ url: primary.url });
     redis.disconnect(); // 'end', as when ioredis stops reconnecting (see the file's comment)
