@@ -80,7 +80,7 @@ function control(port: number): Redis {
 }
 
 /** Runs one command on a fresh connection (none kept across kills). */
-async function ask(port: number, ...args: string[]): Promise<unknown> {
+export async function ask(port: number, ...args: string[]): Promise<unknown> {
   const r = control(port);
   try {
     return await r.call(args[0]!, ...args.slice(1));

@@ -25,29 +25,13 @@ import {
   ReplicationNotConfirmed,
 } from '../../src/state/redis-connection.js';
 import { until } from '../helpers/poll.js';
-import { hasSentinel, REDIS_SENTINEL } from '../helpers/redis-sentinel.js';
+import { ask, hasSentinel, REDIS_SENTINEL } from '../helpers/redis-sentinel.js';
 import { hasRedis, REDIS_SERVER, startRedis, type RunningRedis } from '../helpers/redis.js';
 import { need } from '../helpers/tools.js';
 import { freePort } from '../helpers/upstream.js';
 
 const haveRedis = need('redis-server', hasRedis());
 const haveSentinel = need('redis-sentinel', hasSentinel());
-
-/** A fresh control connection that never reconnects, for arranging servers. */
-function control(port: number): Redis {
-  const r = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  r.on('error', () => {});
-  return r;
-}
-
-async function ask(port: number, ...args: string[]): Promise<unknown> {
-  const r = control(port);
-  try {
-    return await r.call(args[0]!, ...args.slice(1));
-  } finally {
-    r.disconnect();
-  }
-}
 
 /** How many clients are connected to the server on `port`, besides the one asking. */
 async function otherClients(port: number): Promise<number> {
