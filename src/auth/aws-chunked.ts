@@ -43,7 +43,6 @@
  * but a bare LF after a chunk size or chunk data is not.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { Transform, type TransformCallback } from 'node:stream';
 import { S3Error } from '../vocabulary/errors.js';
 import { hmac, signaturesEqual, type ChunkSigning } from './sigv4.js';
 
@@ -77,8 +76,6 @@ type State = 'size-line' | 'data' | 'data-crlf' | 'trailer-line' | 'done';
 export class AwsChunkedParser {
   /** Trailers received (names lowercased), complete once end() returned. */
   readonly trailers = new Map<string, string>();
-  /** Decoded bytes so far. */
-  decodedLength = 0;
 
   private state: State = 'size-line';
   private line: Buffer[] = [];
@@ -121,7 +118,6 @@ export class AwsChunkedParser {
           const bytes = input.subarray(offset, offset + n);
           offset += n;
           this.remaining -= n;
-          this.decodedLength += n;
           this.chunkHash?.update(bytes);
           onData(bytes);
           if (this.remaining === 0) this.state = 'data-crlf';
@@ -173,26 +169,28 @@ export class AwsChunkedParser {
       return undefined;
     }
     this.line.push(input.subarray(offset, lf));
-    let bytes = this.line.length === 1 ? this.line[0]! : Buffer.concat(this.line);
+    // At most 4 KiB: copying it costs nothing worth a special case.
+    let bytes = Buffer.concat(this.line);
     this.line = [];
     this.lineLength = 0;
-    if (bytes.length > 0 && bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1);
+    if (bytes[bytes.length - 1] === 0x0d) bytes = bytes.subarray(0, -1);
     else if (this.state === 'size-line') throw malformed('chunk size line not terminated by CRLF');
     return { text: bytes.toString('latin1'), next: lf + 1 };
   }
 
   private onSizeLine(text: string): void {
-    const [sizeText = '', ...extensions] = text.split(';');
-    const hex = sizeText.trim();
+    const [sizeText, ...extensions] = text.split(';');
+    const hex = sizeText!.trim();
     if (!/^[0-9a-fA-F]{1,16}$/.test(hex)) throw malformed(`invalid chunk size "${hex.slice(0, 32)}"`);
     const size = parseInt(hex, 16);
     if (size > this.maxChunkSize) throw malformed(`chunk of ${size} bytes exceeds the ${this.maxChunkSize}-byte limit`);
 
     this.chunkSignature = undefined;
+    // chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS value ] ), RFC 9112 §7.1.1;
+    // extensions other than chunk-signature are ignored, as that section asks.
     for (const extension of extensions) {
-      const eq = extension.indexOf('=');
-      const name = (eq < 0 ? extension : extension.slice(0, eq)).trim().toLowerCase();
-      if (name === 'chunk-signature') this.chunkSignature = eq < 0 ? '' : extension.slice(eq + 1).trim();
+      const [name, ...value] = extension.split('=');
+      if (name!.trim().toLowerCase() === 'chunk-signature') this.chunkSignature = value.join('=').trim();
     }
     if (this.signing) {
       if (this.chunkSignature === undefined || !SIGNATURE.test(this.chunkSignature)) {
@@ -223,7 +221,8 @@ export class AwsChunkedParser {
     ].join('\n');
     const expected = hmac(signingKey, stringToSign).toString('hex');
     this.chunkHash = undefined;
-    if (!signaturesEqual(expected, this.chunkSignature ?? '')) {
+    // chunkHash is set only after chunkSignature passed SIGNATURE (onSizeLine).
+    if (!signaturesEqual(expected, this.chunkSignature!)) {
       throw new S3Error('SignatureDoesNotMatch', {
         message: 'The chunk signature we calculated does not match the signature you provided.',
         fields: { StringToSign: stringToSign, SignatureProvided: this.chunkSignature },
@@ -239,7 +238,7 @@ export class AwsChunkedParser {
       return;
     }
     const colon = text.indexOf(':');
-    const name = colon < 0 ? '' : text.slice(0, colon).trim().toLowerCase();
+    const name = text.slice(0, Math.max(colon, 0)).trim().toLowerCase(); // no colon: no name
     if (name === '' || /\s/.test(name)) throw malformed('malformed trailing header');
     const value = text.slice(colon + 1).trim();
     if (name === TRAILER_SIGNATURE) {
@@ -267,42 +266,6 @@ export class AwsChunkedParser {
         message: 'The trailer signature we calculated does not match the signature you provided.',
         fields: { StringToSign: stringToSign, SignatureProvided: this.trailerSignature },
       });
-    }
-  }
-}
-
-/**
- * aws-chunked decoding as a Transform (backpressure is Node's: a slow reader
- * stops the writes). Errors with the S3Error, instead of ending, on any
- * framing or signature problem; `trailers` is complete once it has ended.
- */
-export class AwsChunkedDecoder extends Transform {
-  private readonly parser: AwsChunkedParser;
-
-  constructor(options: AwsChunkedOptions = {}) {
-    super();
-    this.parser = new AwsChunkedParser(options);
-  }
-
-  get trailers(): ReadonlyMap<string, string> {
-    return this.parser.trailers;
-  }
-
-  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
-    try {
-      this.parser.feed(chunk, (bytes) => this.push(bytes));
-      callback();
-    } catch (error) {
-      callback(error as Error);
-    }
-  }
-
-  override _flush(callback: TransformCallback): void {
-    try {
-      this.parser.end();
-      callback();
-    } catch (error) {
-      callback(error as Error);
     }
   }
 }

@@ -33,7 +33,6 @@ export interface SessionSource {
 export const SESSION_KEY_PREFIX = 'ASIA';
 
 function queryParam(rawQuery: string, name: string): string | undefined {
-  if (rawQuery === '') return undefined;
   const lower = name.toLowerCase();
   for (const [k, v] of new URLSearchParams(rawQuery)) if (k.toLowerCase() === lower) return v;
   return undefined;
