@@ -3,6 +3,7 @@
  * stamps to survive a restart. Maps keep insertion order, so re-inserting on
  * every touch makes the first entry the least recently used one to evict.
  */
+import { compareKeys } from '../vocabulary/names.js';
 import { fullStamp, mergeRead } from './read-coverage.js';
 import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery, inWindow, LOG_ORDER_SLACK_MS } from './types.js';
 
@@ -54,10 +55,12 @@ export class MemoryStateStore implements StateStore {
   async listStamps(agent: string): Promise<StampEntry[]> {
     const out: StampEntry[] = [];
     for (const [id, stamp] of this.stamps) {
-      const [a, bucket, key] = id.split(SEP) as [string, string, string];
-      if (a === agent && this.live(stamp)) out.push({ bucket, key, stamp });
+      // A key may hold U+0000 itself: everything after the bucket's separator is the key.
+      const [a, bucket, ...key] = id.split(SEP) as [string, string, ...string[]];
+      if (a === agent && this.live(stamp)) out.push({ bucket, key: key.join(SEP), stamp });
     }
-    return out.sort((x, y) => (x.bucket === y.bucket ? (x.key < y.key ? -1 : 1) : x.bucket < y.bucket ? -1 : 1));
+    // In the order S3 and the SQLite store list keys: UTF-8 binary, not JavaScript's UTF-16 `<`.
+    return out.sort((x, y) => compareKeys(x.bucket, y.bucket) || compareKeys(x.key, y.key));
   }
 
   async forgetStamp(agent: string, bucket: string, key: string): Promise<void> {
@@ -70,7 +73,8 @@ export class MemoryStateStore implements StateStore {
     const id = [entry.bucket, entry.key].join(SEP);
     this.last.delete(id);
     this.last.set(id, entry);
-    if (this.log.length > this.limits.maxEntries) this.log.splice(0, this.log.length - this.limits.maxEntries);
+    // Within the cap the count is 0 or less, and splice removes nothing.
+    this.log.splice(0, this.log.length - this.limits.maxEntries);
     while (this.last.size > this.limits.maxEntries) this.last.delete(this.last.keys().next().value!);
   }
 
@@ -86,7 +90,9 @@ export class MemoryStateStore implements StateStore {
     const start = q.before === undefined ? this.log.length - 1 : Math.min(Number(q.before) - first - 1, this.log.length - 1);
     for (let i = start; i >= 0 && out.length < q.limit; i--) {
       const e = this.log[i]!;
-      if (e.at.getTime() < cutoff || (q.since !== undefined && e.at.getTime() < q.since.getTime() - LOG_ORDER_SLACK_MS)) break;
+      if (e.at.getTime() < cutoff) break;
+      // Stryker disable next-line ConditionalExpression: a speed bound only: scanning on (`false`) lists the same entries; never stopping here is what types.ts's LOG_ORDER_SLACK_MS allows (`true` is caught by the window tests).
+      if (q.since !== undefined && e.at.getTime() < q.since.getTime() - LOG_ORDER_SLACK_MS) break;
       if ((q.bucket === undefined || e.bucket === q.bucket) && (q.key === undefined || e.key === q.key) && (q.prefix === undefined || e.key.startsWith(q.prefix)) && (q.agent === undefined || e.agent === q.agent) && inWindow(e, q)) out.push({ ...e, cursor: String(first + i) });
     }
     return out;

@@ -80,7 +80,8 @@ export class SqliteStateStore implements StateStore {
   private pendingLog: WriteLogEntry[] = [];
   /** ETag index entries waiting for the same transaction, by (bucket, key, upstream ETag); read through. */
   private pendingIndex = new Map<string, { bucket: string; key: string; upstreamETag: string; etag: string; at: number }>();
-  private flushScheduled = false;
+  /** The flush queued for the end of this turn, if one is (flushLog clears it): one per turn, however many writes. */
+  private flushing: NodeJS.Immediate | undefined;
   /** Touch order of stamps: the least recently touched is evicted first, even within one millisecond. */
   private seq: number;
 
@@ -198,7 +199,7 @@ export class SqliteStateStore implements StateStore {
    * object on its next read (backends/s3/etags.ts).
    */
   private flushLog(): void {
-    this.flushScheduled = false;
+    this.flushing = undefined;
     if (this.pendingLog.length === 0 && this.pendingIndex.size === 0) return;
     const batch = this.pendingLog;
     const index = this.pendingIndex;
@@ -214,9 +215,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   private scheduleFlush(): void {
-    if (this.flushScheduled) return;
-    this.flushScheduled = true;
-    setImmediate(() => {
+    this.flushing ??= setImmediate(() => {
       // Off the request path, a failing disk must not crash the process:
       // the entries of this turn are lost (the objects are already committed).
       try {

@@ -86,9 +86,10 @@ export interface WriteLogQuery {
 }
 
 /**
- * Entries are appended in about the order they were made, not exactly (the
- * time is taken when a write starts): a scan newest first may stop once it
- * is this far before `since`.
+ * Entries are appended in about the order of their times, not exactly: the
+ * time is taken just before the append (guard.ts recordWrite), appends of
+ * concurrent writes interleave, and caskets sharing Redis read their own
+ * clocks. A scan newest first may stop once it is this far before `since`.
  */
 export const LOG_ORDER_SLACK_MS = 60_000;
 
