@@ -114,7 +114,7 @@ function binary(from: Version, to: Version, a: Buffer, b: Buffer, maxBytes: numb
     let j = 0;
     let open: ByteChange | undefined;
     for (const part of parts) {
-      const n = part.count ?? part.value.length;
+      const n = part.count;
       if (!part.added && !part.removed) {
         if (open) changes.push(open);
         open = undefined;

@@ -178,8 +178,9 @@ export class Guard {
     const current = await w.current();
     const verdict = evaluateWrite(current, w.conditions);
     if (!verdict.ok) return { refusal: new Refusal(verdict.failure, w.bucket, w.key, current, undefined, { condition: verdict.condition }), byS3: true };
-    // A partial read of a version that is no longer current is a stale one.
-    const why = reason === 'partial-read' && lastSeenETag !== undefined && current?.etag !== lastSeenETag ? 'stale-read' : reason;
+    // A partial read of a version that is no longer current is a stale one
+    // (a partial-read refusal always names the version read: the agent's stamp).
+    const why = reason === 'partial-read' && current?.etag !== lastSeenETag ? 'stale-read' : reason;
     return { refusal: new Refusal(why, w.bucket, w.key, current, lastSeenETag), byS3: false };
   }
 
@@ -214,7 +215,8 @@ export class Guard {
     if (!stamp) return { refuse: 'not-read' };
     // The commit succeeds only if the current version is one the If-Match
     // names, so the agent's stamp can be judged against those names alone.
-    const named = conditions.ifMatch === '*' ? [(await w.current())?.etag].filter((e): e is string => e !== undefined) : conditions.ifMatch.flatMap(expandETag);
+    // If-Match: * on an absent key names no ETag (undefined), which no stamp is.
+    const named = conditions.ifMatch === '*' ? [(await w.current())?.etag] : conditions.ifMatch.flatMap(expandETag);
     if (!named.includes(stamp.etag)) return { refuse: 'stale-read', ...seen };
     if (!stamp.full) return { refuse: 'partial-read', ...seen };
     return { permit };
@@ -236,9 +238,10 @@ export class Guard {
   conflict(bucket: string, key: string, current: ObjectInfo | null, conditions: WriteConditions, permit?: WritePermit): Refusal {
     if (!current && conditions.ifMatch !== undefined) return new Refusal('no-such-key', bucket, key, null);
     // An explicit condition the version current now fails is S3's own
-    // refusal, named after that condition (If-Match, x-amz-if-match-size...).
+    // refusal, named after that condition (If-Match, x-amz-if-match-size...);
+    // its no-such-key (If-Match, no key) was answered just above.
     const verdict = evaluateWrite(current, conditions);
-    if (!verdict.ok && verdict.failure === 'precondition-failed') return new Refusal('precondition-failed', bucket, key, current, permit?.lastSeenETag, { condition: verdict.condition });
+    if (!verdict.ok) return new Refusal('precondition-failed', bucket, key, current, permit?.lastSeenETag, { condition: verdict.condition });
     const reason = permit?.conflictReason ?? (hasWriteCondition(conditions) ? 'precondition-failed' : 'stale-read');
     const condition = permit?.condition.type === 'if-none-match' ? 'If-None-Match' : 'If-Match';
     return new Refusal(reason, bucket, key, current, permit?.lastSeenETag, { condition });

@@ -105,7 +105,9 @@ async function withDiff<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
 async function withWriter<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
   if (!r.current || r.current.writer || r.details.writerAccessKey) return r;
   const last = await w.services.state.lastWrite(w.bucket, w.key).catch(() => undefined);
-  if (!last || last.agent !== undefined || last.accessKey === undefined || last.newETag !== r.current.etag) return r;
+  if (!last || last.agent !== undefined || last.newETag !== r.current.etag) return r;
+  // Stryker disable next-line ConditionalExpression: a writerAccessKey left undefined names nobody, as an absent one does (every reader tests it for truth)
+  if (last.accessKey === undefined) return r;
   return r.with(r.current, { writerAccessKey: last.accessKey });
 }
 
@@ -154,8 +156,9 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
     // Commit anyway, under a condition nothing satisfies, when that can tell
     // an exact retry or identical bytes from a conflict: the body is on its
     // way regardless, the backend knows its own completed upload, or this
-    // very call made the current version (then the body is asked for).
-    const probe = (namesVersion && (w.bodyComing || w.selfIdentifying)) || ((namesVersion || e.reason === 'no-such-key') && (await madeByThisCall(e.current)));
+    // very call made the current version (then the body is asked for). The
+    // guard refuses only for a version or for no-such-key (a key absent).
+    const probe = (namesVersion && (w.bodyComing || w.selfIdentifying)) || (await madeByThisCall(e.current));
     if (!probe) throw identicalUpFront(e, w);
     refusal = e;
     permit = { condition: NOTHING_HOLDS };
@@ -190,6 +193,7 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
   }
   const written = w.written(result);
   const versionId = w.madeVersion?.(result) ?? written?.versionId;
+  // Stryker disable next-line ArrowFunction: null or undefined, `?.etag` is undefined either way
   const previousETag = (read && (await read.catch(() => null))?.etag) ?? w.replaced?.(result)?.etag ?? replacedUnder(permit);
   // The object is committed: a state store that fails now costs the writer's
   // stamp (it re-reads before its next write) and a write-log entry, never
@@ -239,9 +243,12 @@ function notice<T>(w: GuardedWrite<T>, kind: WriteNotice['kind'], etag: string |
   };
 }
 
-/** A refusal decided before the body: identical when the declared SHA-256 (or, for a delete, the key's absence) already is current. */
+/**
+ * A refusal decided before the body (the guard's: it names a version, or the
+ * key's absence): identical when the declared SHA-256 (or, for a delete, the
+ * key's absence) already is current.
+ */
 function identicalUpFront<T>(r: Refusal, w: GuardedWrite<T>): Refusal {
-  if (!VERSION_REFUSALS.has(r.reason) && r.reason !== 'no-such-key') return r;
   const attempted = w.deletes ? null : w.declaredSha256;
   return attempted === (r.current?.etag ?? null) ? r.with(r.current, { identical: true }) : r;
 }
@@ -259,7 +266,7 @@ function createOnly(permit: WritePermit): boolean {
  */
 function replacedUnder(permit: WritePermit): string | undefined {
   const c = permit.condition;
-  if (c.type !== 'if-match' || c.etags === '*' || c.etags.length === 0) return undefined;
+  if (c.type !== 'if-match' || c.etags === '*') return undefined;
   const values = new Set(c.etags.map((e) => e.replace(/-1$/, '')));
   return values.size === 1 ? c.etags[c.etags.length - 1] : undefined;
 }
