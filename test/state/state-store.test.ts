@@ -255,6 +255,21 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect((await state.listStamps('alice')).map((e) => `${e.bucket}/${e.key}`)).toEqual(['a/a', 'a/m', 'a/z', 'b/c', 'b/m', 'c/k']);
     });
 
+    it("listStamps orders keys as S3 lists them, UTF-8 binary, where JavaScript's UTF-16 order differs", async () => {
+      const state = await open();
+      // U+FF5E sorts after U+1F511's surrogates (0xD83D...) in UTF-16, before it by code point (src/vocabulary/names.ts).
+      for (const key of ['\u{1F511}', '\uFF5E', 'z']) await state.recordWrite('alice', 'b', key, 'v', 1);
+      expect((await state.listStamps('alice')).map((e) => e.key)).toEqual(['z', '\uFF5E', '\u{1F511}']);
+    });
+
+    it('listStamps lists a key that holds U+0000 whole', async () => {
+      const state = await open();
+      // validateKey admits it, as S3 does: a store's own separator must not cut it.
+      await state.recordWrite('alice', 'b', 'a\u0000x', 'v', 1);
+      await state.recordWrite('alice', 'b', 'a\u0000y', 'v', 1);
+      expect((await state.listStamps('alice')).map((e) => e.key)).toEqual(['a\u0000x', 'a\u0000y']);
+    });
+
     it('names with separators, quotes and unicode do not collide', async () => {
       const state = await open();
       await state.recordWrite('a:b', 'c', 'd', 'one', 1);
