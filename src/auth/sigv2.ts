@@ -60,7 +60,8 @@ const WIDER_SUBRESOURCES = [
   'accelerate', 'analytics', 'defaultObjectAcl', 'inventory', 'legal-hold', 'metrics', 'object-lock', 'replication',
   'retention', 'select', 'select-type', 'storageClass', 'tagging',
 ];
-const SUBRESOURCE_SETS = [new Set(WIDER_SUBRESOURCES), new Set(DOCUMENTED_SUBRESOURCES)];
+/** Each list in the order V2 signs sub-resources: by name (code units, as botocore's sort). */
+const SUBRESOURCE_ORDERS = [WIDER_SUBRESOURCES, DOCUMENTED_SUBRESOURCES].map((names) => [...names].sort());
 
 export interface SigV2Options {
   /** casket's virtual-host domain: a request to `bucket.<domain>` signs "/bucket" before its path. */
@@ -71,16 +72,12 @@ export interface SigV2Options {
 /** Whether a request is signed with Signature Version 2 (header or query form). */
 export function isSigV2(req: SignedRequest): boolean {
   const authorization = req.headers['authorization'];
-  const v2Header = authorization !== undefined && /^AWS\s/.test(authorization.trim());
-  // The common cases decided without parsing the query (this runs on every request).
-  if (authorization !== undefined && !v2Header) return false;
-  if (!/(?:^|&)(?:Signature|AWSAccessKeyId)(?:=|&|$)/.test(req.rawQuery)) return v2Header && !/(?:^|&)x-amz-(?:signature|algorithm)=/i.test(req.rawQuery);
-  const names = queryParams(req.rawQuery).map((p) => p.name);
-  const v4Query = names.some((n) => /^x-amz-(signature|algorithm)$/i.test(n));
-  const v2Query = names.includes('Signature') || names.includes('AWSAccessKeyId');
-  // Two mechanisms at once is SigV4's InvalidArgument to report.
-  if (authorization !== undefined) return v2Header && !v4Query && !v2Query;
-  return v2Query && !v4Query;
+  // Two mechanisms at once (a V2 or V4 query besides the header) is SigV4's InvalidArgument to report.
+  if (authorization !== undefined) {
+    return /^AWS\s/.test(authorization.trim()) && !/(?:^|&)(?:Signature|AWSAccessKeyId)(?:=|&|$)/.test(req.rawQuery) && !/(?:^|&)x-amz-(?:signature|algorithm)=/i.test(req.rawQuery);
+  }
+  // This runs on every request: the query is parsed only when it names a V2 parameter.
+  return /(?:^|&)(?:Signature|AWSAccessKeyId)(?:=|&|$)/.test(req.rawQuery) && !queryParams(req.rawQuery).some((p) => /^x-amz-(signature|algorithm)$/i.test(p.name));
 }
 
 /**
@@ -149,16 +146,13 @@ export function verifySigV2(req: SignedRequest, lookup: CredentialLookup, option
     first ??= stringToSign;
     const expected = createHmac('sha1', secret).update(bytesOf(stringToSign)).digest();
     if (expected.length === provided.length && timingSafeEqual(expected, provided)) {
-      const payload = payloadOf(req.headers['x-amz-content-sha256']);
-      const result: AuthResult = {
+      return {
         credential,
         presigned,
-        payloadMode: payload.mode,
+        ...payloadOf(req.headers['x-amz-content-sha256']),
         signedHeaders: [...['content-md5', 'content-type', 'date'].filter((n) => req.headers[n] !== undefined), ...amzHeaders.names],
         region: 'us-east-1',
       };
-      if (payload.declaredSha256 !== undefined) result.declaredSha256 = payload.declaredSha256;
-      return result;
     }
   }
   throw new S3Error('SignatureDoesNotMatch', {
@@ -204,34 +198,30 @@ function canonicalAmzHeaders(headers: Record<string, string>, query: QueryParam[
 /** The CanonicalizedResource candidates, most likely first (see "Known gaps"). */
 function canonicalResources(req: SignedRequest, query: QueryParam[], domain: string | undefined): string[] {
   const hostname = req.headers['host']?.replace(/:\d+$/, '').toLowerCase();
-  const bucketPrefix = domain && hostname && hostname !== domain && hostname.endsWith(`.${domain}`) ? `/${hostname.slice(0, -(domain.length + 1))}` : '';
+  // The domain alone names no bucket: it does not end with "." and itself.
+  const bucketPrefix = domain && hostname && hostname.endsWith(`.${domain}`) ? `/${hostname.slice(0, -(domain.length + 1))}` : '';
   const rawPath = req.rawPath === '' ? '/' : req.rawPath;
-  const paths = [rawPath];
-  const normalised = canonicalUri(req.rawPath);
-  if (normalised !== rawPath) paths.push(normalised);
+  const paths = [rawPath, canonicalUri(req.rawPath)];
   // A bucket's own resource is "/bucket/" (the AWS page); botocore signs that
   // for path-style bucket requests while it sends "/bucket".
   if (bucketPrefix === '' && /^\/[^/]+$/.test(rawPath)) paths.push(`${rawPath}/`);
-  const out: string[] = [];
-  for (const subresources of SUBRESOURCE_SETS) {
-    const signed = query
-      .filter((p) => subresources.has(p.name))
-      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-      .map((p) => (p.hasValue ? `${p.name}=${p.value}` : p.name));
+  // A Set: candidates that coincide are tried once.
+  const out = new Set<string>();
+  for (const subresources of SUBRESOURCE_ORDERS) {
+    // Sorted by name; a repeated name keeps its order in the query (botocore sorts stably by name).
+    const signed = subresources.flatMap((name) => query.filter((p) => p.name === name)).map((p) => (p.hasValue ? `${p.name}=${p.value}` : p.name));
     const suffix = signed.length > 0 ? `?${signed.join('&')}` : '';
-    for (const path of paths) {
-      const resource = bucketPrefix + path + suffix;
-      if (!out.includes(resource)) out.push(resource);
-    }
+    for (const path of paths) out.add(bucketPrefix + path + suffix);
   }
-  return out;
+  return [...out];
 }
 
-function payloadOf(value: string | undefined): { mode: PayloadMode; declaredSha256?: string } {
+/** The AuthResult's payload fields: declaredSha256 only for a literal hash. */
+function payloadOf(value: string | undefined): { payloadMode: PayloadMode; declaredSha256?: string } {
   const v = value?.trim();
-  if (v === undefined || v === UNSIGNED_PAYLOAD) return { mode: 'unsigned' };
-  if (/^[0-9a-fA-F]{64}$/.test(v)) return { mode: 'literal', declaredSha256: v.toLowerCase() };
-  if (v === STREAMING_UNSIGNED_TRAILER) return { mode: 'streaming-unsigned-trailer' };
+  if (v === undefined || v === UNSIGNED_PAYLOAD) return { payloadMode: 'unsigned' };
+  if (/^[0-9a-fA-F]{64}$/.test(v)) return { payloadMode: 'literal', declaredSha256: v.toLowerCase() };
+  if (v === STREAMING_UNSIGNED_TRAILER) return { payloadMode: 'streaming-unsigned-trailer' };
   throw new S3Error('InvalidRequest', `x-amz-content-sha256 ${v} needs a request signed with AWS4-HMAC-SHA256.`);
 }
 
@@ -242,16 +232,19 @@ interface QueryParam {
   hasValue: boolean;
 }
 
+/**
+ * Every '&'-separated pair, split at its first '='. An empty pair, or one
+ * that starts with '=', has the name "", which nothing here looks up.
+ */
 function queryParams(rawQuery: string): QueryParam[] {
-  const out: QueryParam[] = [];
-  for (const pair of rawQuery.split('&')) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    const name = percentDecode(eq < 0 ? pair : pair.slice(0, eq)).toString('latin1');
-    const value = eq < 0 ? '' : percentDecode(pair.slice(eq + 1)).toString('latin1');
-    out.push({ name, value, hasValue: eq >= 0 });
-  }
-  return out;
+  return rawQuery.split('&').map((pair) => {
+    const [name, ...value] = pair.split('=');
+    return { name: latin1(name!), value: latin1(value.join('=')), hasValue: value.length > 0 };
+  });
+}
+
+function latin1(encoded: string): string {
+  return percentDecode(encoded).toString('latin1');
 }
 
 /**
