@@ -175,6 +175,14 @@ function planPayload(headers: Record<string, string>, auth: AuthResult | null, m
   if (sdkAlgorithm !== undefined && sent !== undefined && parseChecksumAlgorithmName(sdkAlgorithm) !== sent) {
     throw new S3Error('InvalidRequest', 'Value for x-amz-sdk-checksum-algorithm header is invalid.');
   }
+  // "When you send this header, there must be a corresponding x-amz-checksum-
+  // algorithm or x-amz-trailer header sent. Otherwise, Amazon S3 fails the
+  // request with the HTTP status code 400 Bad Request" (API_PutObject,
+  // ChecksumAlgorithm). CompleteMultipartUpload's checksum headers describe
+  // the object, not its XML body: not a checksum of this body to look for.
+  if (sdkAlgorithm !== undefined && sent === undefined && !options.ignoreChecksumHeaders) {
+    throw new S3Error('InvalidRequest', 'x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.');
+  }
   if (options.checksum !== undefined) {
     if (sent !== undefined && sent !== options.checksum) {
       throw new S3Error('InvalidRequest', `Checksum Type mismatch occurred, expected checksum Type: ${options.checksum}, actual checksum Type: ${sent}`);

@@ -35,6 +35,8 @@ describe('refused up front, in S3’s words', () => {
     ['a trailer that is no checksum', { ...chunked, 'x-amz-trailer': 'x-amz-meta-a' }, TRAILER, 'InvalidRequest', 'The value specified in the x-amz-trailer header is not supported'],
     ['a trailer without aws-chunked', { 'x-amz-trailer': 'x-amz-checksum-crc32' }, UNSIGNED, 'InvalidRequest', 'x-amz-trailer is only allowed with an aws-chunked body.'],
     ['x-amz-sdk-checksum-algorithm naming another checksum', { ...chunked, 'x-amz-trailer': 'x-amz-checksum-crc32', 'x-amz-sdk-checksum-algorithm': 'SHA1' }, TRAILER, 'InvalidRequest', 'Value for x-amz-sdk-checksum-algorithm header is invalid.'],
+    // API_PutObject, ChecksumAlgorithm: "there must be a corresponding x-amz-checksum-algorithm or x-amz-trailer header sent".
+    ['x-amz-sdk-checksum-algorithm with no checksum sent', { 'x-amz-sdk-checksum-algorithm': 'CRC32' }, UNSIGNED, 'InvalidRequest', 'x-amz-sdk-checksum-algorithm specified, but no corresponding x-amz-checksum-* or x-amz-trailer headers were found.'],
     ['an anonymous signed streaming body', { ...chunked, 'x-amz-content-sha256': 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD' }, null, 'AccessDenied', 'A signed streaming payload needs a signed request.'],
     ['an anonymous signed streaming body with trailer', { ...chunked, 'x-amz-content-sha256': 'STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER' }, null, 'AccessDenied', 'A signed streaming payload needs a signed request.'],
   ])('%s', (_name, headers, auth, code, message) => {
