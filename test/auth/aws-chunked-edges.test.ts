@@ -8,9 +8,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AwsChunkedParser, MAX_CHUNK_LINE, MAX_TRAILER_BYTES, type AwsChunkedOptions } from '../../src/auth/aws-chunked.js';
-import { signingKeyFor, type ChunkSigning } from '../../src/auth/sigv4.js';
 import { S3Error } from '../../src/vocabulary/errors.js';
-import { chunkSigner, encodeChunked } from './helpers.js';
+import { chunkSigner, chunkSigningFor, encodeChunked } from './helpers.js';
 
 function decode(body: Buffer | string, options: AwsChunkedOptions = {}): { data: string; trailers: Map<string, string> } {
   const parser = new AwsChunkedParser(options);
@@ -30,12 +29,7 @@ function refusal(fn: () => unknown): S3Error {
   throw new Error('expected an S3Error');
 }
 
-const signing: ChunkSigning = {
-  signingKey: signingKeyFor('secret', '20260301', 'us-east-1', 's3'),
-  amzDate: '20260301T120000Z',
-  scope: '20260301/us-east-1/s3/aws4_request',
-  seedSignature: 'b'.repeat(64),
-};
+const signing = chunkSigningFor('b'.repeat(64));
 const signer = () => chunkSigner(signing.signingKey, signing.amzDate, signing.scope, signing.seedSignature);
 
 describe('IncompleteBody says what was wrong', () => {

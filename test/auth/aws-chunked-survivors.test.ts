@@ -9,8 +9,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { AwsChunkedParser, MAX_CHUNK_LINE, MAX_TRAILER_BYTES, type AwsChunkedOptions } from '../../src/auth/aws-chunked.js';
-import { signingKeyFor, type ChunkSigning } from '../../src/auth/sigv4.js';
-import { chunkSigner, expectS3Error } from './helpers.js';
+import { chunkSigner, chunkSigningFor, expectS3Error } from './helpers.js';
 
 /** Feeds the pieces (latin1 strings) to a fresh parser; returns data and trailers, or throws. */
 function decode(pieces: Array<string | Buffer>, options: AwsChunkedOptions = {}): { data: string; trailers: Map<string, string> } {
@@ -21,12 +20,7 @@ function decode(pieces: Array<string | Buffer>, options: AwsChunkedOptions = {})
   return { data: Buffer.concat(out).toString('latin1'), trailers: new Map(parser.trailers) };
 }
 
-const signing: ChunkSigning = {
-  signingKey: signingKeyFor('secret', '20260301', 'us-east-1', 's3'),
-  amzDate: '20260301T120000Z',
-  scope: '20260301/us-east-1/s3/aws4_request',
-  seedSignature: 'c'.repeat(64),
-};
+const signing = chunkSigningFor('c'.repeat(64));
 const signer = () => chunkSigner(signing.signingKey, signing.amzDate, signing.scope, signing.seedSignature);
 
 describe('chunk extensions', () => {

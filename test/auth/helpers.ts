@@ -5,7 +5,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { Credential } from '../../src/auth/credentials.js';
-import { signedRequestFromNode, type SignedRequest } from '../../src/auth/sigv4.js';
+import { signedRequestFromNode, signingKeyFor, type ChunkSigning, type SignedRequest } from '../../src/auth/sigv4.js';
 import { S3Error, type S3ErrorCode } from '../../src/vocabulary/errors.js';
 import { expect } from 'vitest';
 
@@ -159,4 +159,31 @@ export function expectS3Error(fn: () => unknown, code: S3ErrorCode, message?: st
     return err;
   }
   throw new Error(`expected S3Error ${code}, nothing was thrown`);
+}
+
+/** SigV2 fixtures: a request's Date, and the signature of a string to sign (HMAC-SHA1, base64; the AWS page "Signing and authenticating REST requests"). */
+export const SIGV2_NOW = new Date('2026-03-01T12:00:00Z');
+export const sigv2Date = SIGV2_NOW.toUTCString();
+export function sigv2Sign(stringToSign: string, secret = ALICE.secretAccessKey): string {
+  return createHmac('sha1', secret).update(Buffer.from(stringToSign, 'utf8')).digest('base64');
+}
+/** A V2 header-signed request to 127.0.0.1 (path style) whose signature is over `stringToSign`. */
+export function sigv2Signed(stringToSign: string, over: Partial<SignedRequest> & { headers?: Record<string, string> } = {}): SignedRequest {
+  return {
+    method: 'GET',
+    rawPath: '/b/k',
+    rawQuery: '',
+    ...over,
+    headers: { host: '127.0.0.1', date: sigv2Date, authorization: `AWS ${ALICE.accessKeyId}:${sigv2Sign(stringToSign)}`, ...over.headers },
+  };
+}
+
+/** Chunk-signing parameters of a fixed request (secret "secret", 2026-03-01), with its seed signature. */
+export function chunkSigningFor(seedSignature: string): ChunkSigning {
+  return {
+    signingKey: signingKeyFor('secret', '20260301', 'us-east-1', 's3'),
+    amzDate: '20260301T120000Z',
+    scope: '20260301/us-east-1/s3/aws4_request',
+    seedSignature,
+  };
 }

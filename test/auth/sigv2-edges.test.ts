@@ -9,7 +9,7 @@ import { createHmac } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { verifySigV2 } from '../../src/auth/sigv2.js';
 import type { SignedRequest } from '../../src/auth/sigv4.js';
-import { ALICE, expectS3Error, lookup } from './helpers.js';
+import { ALICE, expectS3Error, lookup, sigv2Signed } from './helpers.js';
 
 const NOW = new Date('2026-03-01T12:00:00Z');
 const date = NOW.toUTCString();
@@ -19,15 +19,7 @@ function sign(stringToSign: string, secret = ALICE.secretAccessKey): string {
   return createHmac('sha1', secret).update(Buffer.from(stringToSign, 'utf8')).digest('base64');
 }
 
-function signed(stringToSign: string, over: Partial<SignedRequest> & { headers?: Record<string, string> } = {}): SignedRequest {
-  return {
-    method: 'GET',
-    rawPath: '/b/k',
-    rawQuery: '',
-    ...over,
-    headers: { host: '127.0.0.1', date, authorization: `AWS ${ALICE.accessKeyId}:${sign(stringToSign)}`, ...over.headers },
-  };
-}
+const signed = sigv2Signed;
 
 describe('a malformed Authorization header', () => {
   it.each(['AWS AKIDALICE', 'AWS :c2ln', 'AWS AKIDALICE:'])('%s → InvalidArgument naming the header', (authorization) => {

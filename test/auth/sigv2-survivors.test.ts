@@ -12,7 +12,7 @@ import { isSigV2, verifySigV2 } from '../../src/auth/sigv2.js';
 import type { SignedRequest } from '../../src/auth/sigv4.js';
 import { verifySignature } from '../../src/auth/verify.js';
 import { S3Error } from '../../src/vocabulary/errors.js';
-import { ALICE, expectS3Error, lookup, presign } from './helpers.js';
+import { ALICE, expectS3Error, lookup, presign, sigv2Signed } from './helpers.js';
 
 const NOW = new Date('2026-03-01T12:00:00Z');
 const date = NOW.toUTCString();
@@ -22,16 +22,7 @@ function sign(stringToSign: string): string {
   return createHmac('sha1', ALICE.secretAccessKey).update(Buffer.from(stringToSign, 'utf8')).digest('base64');
 }
 
-/** A header-signed request to 127.0.0.1 (path style) whose signature is over `stringToSign`. */
-function signed(stringToSign: string, over: Partial<SignedRequest> & { headers?: Record<string, string> } = {}): SignedRequest {
-  return {
-    method: 'GET',
-    rawPath: '/b/k',
-    rawQuery: '',
-    ...over,
-    headers: { host: '127.0.0.1', date, authorization: `AWS ${ALICE.accessKeyId}:${sign(stringToSign)}`, ...over.headers },
-  };
-}
+const signed = sigv2Signed;
 
 /** A presigned URL (Expires in the Date position) with `extra` query parameters besides the three of V2. */
 function presigned(stringToSign: string, extra: string, over: Partial<SignedRequest> = {}): SignedRequest {
