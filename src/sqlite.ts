@@ -8,8 +8,8 @@
  * (env) != nullptr" in RemoveEnvironmentCleanupHook; measured here on Node
  * 24.21 with better-sqlite3 12.11.1). better-sqlite3 13 fixes it but needs
  * Node 22. So casket uses Node's built-in `node:sqlite` (DatabaseSync) where
- * it exists without a flag (22.13+, 23.4+, 24) and better-sqlite3 only on
- * older lines. Both are synchronous, so a precondition check and its commit
+ * it exists without a flag and reads text whole (24; see loadNodeSqlite) and
+ * better-sqlite3 on older lines (20, 22). Both are synchronous, so a precondition check and its commit
  * stay one step on the event loop.
  *
  * The API is the subset casket uses, shaped like better-sqlite3's: prepare
@@ -75,9 +75,14 @@ type NodeSqlite = { DatabaseSync: new (path: string) => NodeSqliteDatabase };
 function loadNodeSqlite(): NodeSqlite | undefined {
   try {
     const mod = require('node:sqlite') as NodeSqlite;
-    // StatementSync.iterate arrived in 22.13 / 23.4: older builds fall back.
     const probe = new mod.DatabaseSync(':memory:');
-    const ok = typeof probe.prepare('SELECT 1').iterate === 'function';
+    // StatementSync.iterate arrived in 22.13 / 23.4: older builds fall back.
+    // Node 22's build (22.23 measured) reads TEXT up to its first U+0000, so
+    // an S3 key holding one ('a\0x', which S3 accepts) would be listed as
+    // 'a'; Node 24's reads it whole. A build that cuts text falls back too.
+    const ok =
+      typeof probe.prepare('SELECT 1').iterate === 'function' &&
+      (probe.prepare("SELECT 'a' || char(0) || 'b' AS t").get() as { t: string }).t === 'a\u0000b';
     probe.close();
     return ok ? mod : undefined;
   } catch {
@@ -171,7 +176,7 @@ let nodeSqlite: NodeSqlite | undefined | null = null;
 export function openSqlite(path: string): Database {
   if (nodeSqlite === null) nodeSqlite = loadNodeSqlite();
   if (nodeSqlite) return new NodeSqliteAdapter(new nodeSqlite.DatabaseSync(path));
-  // Node 20 and early 22: better-sqlite3, whose API this interface mirrors.
+  // Node 20 and 22: better-sqlite3, whose API this interface mirrors.
   const BetterSqlite3 = require('better-sqlite3') as new (path: string) => Omit<Database, 'driver'>;
   return Object.assign(new BetterSqlite3(path), { driver: 'better-sqlite3' as const }) as Database;
 }
