@@ -13,9 +13,14 @@
  *                                                  [--baseline OTHER/dist/cli.js] [--console [--control]] [--profile DIR]
  *
  * --profile DIR: casket runs under node --cpu-prof, its profile written to
- * DIR when it stops (read it with scripts/cpuprofile-summary.mjs): what
- * share of casket's CPU the event stream's own code takes. With --arms a
- * (or b) only that arm runs, so two profiles can be compared per PUT.
+ * DIR when it stops, with windows.json, each measured run's arm, span and
+ * PUTs: scripts/cpuprofile-arms.mjs DIR divides the one profile by arm, so
+ * arms that alternate in one process compare function by function, per PUT
+ * (scripts/cpuprofile-summary.mjs reads it whole). With --arms a (or b)
+ * only that arm runs.
+ *
+ * With --control, it also prints casket's main thread (its JavaScript and
+ * the syscalls it makes) and its kernel time apart, per PUT.
  *
  * With --console, B also has the operator console's live activity view open
  * in Debian's chromium (playwright-core, headless, logged in as the admin):
@@ -37,12 +42,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { S3Client } from './bench/client.mjs';
 import { fastSigner, sha256hex } from './bench/signer.mjs';
-import { childPids, cpuMs, startCasket, stop, stopAll } from './bench/processes.mjs';
+import { childPids, cpuMs, cpuTimes, startCasket, stop, stopAll } from './bench/processes.mjs';
 import { median, percentile } from './bench/stats.mjs';
 
 const args = process.argv.slice(2);
@@ -68,8 +73,13 @@ const dir = mkdtempSync(join(tmpdir(), 'casket-bench-events-'));
 let putsInAll = 0;
 
 /** One run: `conc` workers PUT 4 KiB for DURATION_MS; req/s, latencies, and casket's CPU per PUT (µs, from /proc: steadier than req/s on a loaded machine). */
-async function run(url, cred, conc, pid) {
-  const cpuBefore = pid ? cpuMs(pid) : 0;
+/** Each measured run's arm, span on the monotonic clock (µs, as V8's profile timestamps) and PUTs: --profile divides the profile by arm with them. */
+const windows = [];
+
+async function run(url, cred, conc, pid, arm) {
+  const startUs = Number(process.hrtime.bigint() / 1000n);
+  const cpuBefore = pid ? cpuTimes(pid) : undefined;
+  const mainBefore = pid ? mainThreadMs(pid) : 0;
   const client = new S3Client(url, cred);
   const bodies = Array.from({ length: 16 }, () => randomBytes(SIZE));
   const hashes = bodies.map((b) => sha256hex(b));
@@ -87,9 +97,20 @@ async function run(url, cred, conc, pid) {
   );
   client.close();
   putsInAll += latencies.length;
+  if (arm) windows.push({ arm, conc, startUs, endUs: Number(process.hrtime.bigint() / 1000n), puts: latencies.length });
   latencies.sort((a, b) => a - b);
-  const cpu = pid ? ((cpuMs(pid) - cpuBefore) * 1000) / latencies.length : NaN;
-  return { rps: latencies.length / (DURATION_MS / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu };
+  const after = pid ? cpuTimes(pid) : undefined;
+  const main = pid ? ((mainThreadMs(pid) - mainBefore) * 1000) / latencies.length : NaN;
+  const perPut = (k) => (after ? ((after[k] - cpuBefore[k]) * 1000) / latencies.length : NaN);
+  // sys is the kernel's share: on loopback a socket write also runs the receiver's side of TCP, so a reader's SSE bytes show up there.
+  return { rps: latencies.length / (DURATION_MS / 1000), p50: percentile(latencies, 50), p99: percentile(latencies, 99), cpu: perPut('user') + perPut('sys'), user: perPut('user'), sys: perPut('sys'), main };
+}
+
+/** CPU (ms) of a process's main thread alone: casket's JavaScript and the syscalls it makes, without V8's and libuv's helper threads. */
+function mainThreadMs(pid) {
+  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /**
@@ -227,19 +248,22 @@ try {
     let neighbours = 0; // cores B's neighbours used in the last B run
     const used = [];
     for (let i = 0; i < RUNS; i++) {
-      const order = (CONTROL ? (i % 2 === 0 ? ['a', 'b', 'c'] : ['b', 'c', 'a']) : i % 2 === 0 ? ['a', 'b'] : ['b', 'a']).filter((x) => ARMS.includes(x));
+      // Each arm goes first, second and last equally often (a, b, c · b, c, a · c, a, b): with only two
+      // orders B always ran just before C, so a process still warming up favoured C.
+      const arms = CONTROL ? ['a', 'b', 'c'] : ['a', 'b'];
+      const order = arms.map((_, k) => arms[(i + k) % arms.length]).filter((x) => ARMS.includes(x));
       for (const which of order) {
-        if (which === 'a') a.push(await run((baseline || casket).url, admin, conc, (baseline || casket).pid));
+        if (which === 'a') a.push(await run((baseline || casket).url, admin, conc, (baseline || casket).pid, 'a'));
         else if (which === 'c') {
           const burner = burn(neighbours);
-          c.push(await run(casket.url, admin, conc, casket.pid));
+          c.push(await run(casket.url, admin, conc, casket.pid, 'c'));
           await burner.stop();
-        } else if (baseline) b.push(await run(casket.url, admin, conc, casket.pid));
+        } else if (baseline) b.push(await run(casket.url, admin, conc, casket.pid, 'b'));
         else {
           const sub = await subscribe(casket.url, admin);
           if (browser) await browser.open();
           const before = cpuMs(sub.pid) + (browser ? chromiumMs() : 0);
-          const r = await run(casket.url, admin, conc, casket.pid);
+          const r = await run(casket.url, admin, conc, casket.pid, 'b');
           neighbours = (cpuMs(sub.pid) + (browser ? chromiumMs() : 0) - before) / DURATION_MS;
           used.push(neighbours);
           if (browser) await browser.close();
@@ -259,11 +283,17 @@ try {
     if (CONTROL) {
       console.log(`  C (neighbours burning ${used.map((x) => x.toFixed(2)).join(', ')} cores, as B's did): ${row(c)}; runs ${runs(c)}`);
       console.log(`  C/A req/s ${(m(c, 'rps') / m(a, 'rps')).toFixed(2)}× · CPU ${(m(c, 'cpu') / m(a, 'cpu')).toFixed(2)}×; B/C req/s ${(m(b, 'rps') / m(c, 'rps')).toFixed(2)}× · CPU ${(m(b, 'cpu') / m(c, 'cpu')).toFixed(2)}×`);
+      console.log(`  casket's main thread (JavaScript, its syscalls) CPU per PUT, medians: A ${m(a, 'main').toFixed(0)} · B ${m(b, 'main').toFixed(0)} · C ${m(c, 'main').toFixed(0)} µs; runs B ${b.map((x) => x.main.toFixed(0)).join(', ')}; C ${c.map((x) => x.main.toFixed(0)).join(', ')}`);
+      console.log(`  casket's kernel (sys) CPU per PUT, medians: A ${m(a, 'sys').toFixed(0)} · B ${m(b, 'sys').toFixed(0)} · C ${m(c, 'sys').toFixed(0)} µs; user: A ${m(a, 'user').toFixed(0)} · B ${m(b, 'user').toFixed(0)} · C ${m(c, 'user').toFixed(0)} µs`);
     }
     console.log(`  load average now: ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   }
   console.log(`load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  if (PROFILE) console.log(`PUTs in all, warm-ups included (divide the profile by it): ${putsInAll}`);
+  if (PROFILE) {
+    mkdirSync(resolve(PROFILE), { recursive: true });
+    writeFileSync(join(resolve(PROFILE), 'windows.json'), JSON.stringify(windows));
+    console.log(`PUTs in all, warm-ups included (divide the profile by it): ${putsInAll}; each run's span in ${PROFILE}/windows.json (node scripts/cpuprofile-arms.mjs ${PROFILE})`);
+  }
   await stop(casket);
   if (baseline) await stop(baseline);
 } finally {

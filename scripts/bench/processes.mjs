@@ -60,9 +60,9 @@ export function childPids(pid) {
   return out;
 }
 
-/** utime+stime of a process and its descendants, in ms (clock ticks assumed 100 Hz, as on Linux x86/arm). */
-export function cpuMs(pid) {
-  let total = 0;
+/** utime and stime of a process and its descendants, in ms (clock ticks assumed 100 Hz, as on Linux x86/arm). */
+export function cpuTimes(pid) {
+  const times = { user: 0, sys: 0 };
   const stack = [pid];
   const seen = new Set();
   while (stack.length) {
@@ -72,13 +72,20 @@ export function cpuMs(pid) {
     try {
       const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
       const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) * 10;
+      times.user += Number(fields[11]) * 10;
+      times.sys += Number(fields[12]) * 10;
     } catch {
       continue;
     }
     stack.push(...childPids(p));
   }
-  return total;
+  return times;
+}
+
+/** utime+stime of a process and its descendants, in ms. */
+export function cpuMs(pid) {
+  const { user, sys } = cpuTimes(pid);
+  return user + sys;
 }
 
 /** VmRSS / VmHWM of a process, in bytes. */
