@@ -4,7 +4,7 @@
 # kept in /data/credentials.json). Every flag has a CASKET_* variable.
 
 # Build stage: the TypeScript compiler and the dev dependencies stay here.
-FROM node:22-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --ignore-scripts: the prepare script would build before the sources are copied.
@@ -15,12 +15,13 @@ COPY scripts/copy-console-assets.mjs ./scripts/
 RUN npx tsc -p tsconfig.build.json && node scripts/copy-console-assets.mjs
 
 # Run stage: production dependencies and the built code only.
-FROM node:22-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Node 22 has node:sqlite, so the optional better-sqlite3 (Node 20's) is left
-# out, and with it the only install script: nothing is compiled here.
+# Node 24's node:sqlite serves casket (Node 22's cuts text at U+0000: src/sqlite.ts),
+# so the optional better-sqlite3 is left out, and with it the only install
+# script: nothing is compiled here.
 RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force \
  && mkdir /data \

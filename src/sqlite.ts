@@ -72,7 +72,7 @@ interface NodeSqliteDatabase {
 
 type NodeSqlite = { DatabaseSync: new (path: string) => NodeSqliteDatabase };
 
-function loadNodeSqlite(): NodeSqlite | undefined {
+function loadNodeSqlite(options: { acceptCutText?: boolean } = {}): NodeSqlite | undefined {
   try {
     const mod = require('node:sqlite') as NodeSqlite;
     const probe = new mod.DatabaseSync(':memory:');
@@ -82,7 +82,7 @@ function loadNodeSqlite(): NodeSqlite | undefined {
     // 'a'; Node 24's reads it whole. A build that cuts text falls back too.
     const ok =
       typeof probe.prepare('SELECT 1').iterate === 'function' &&
-      (probe.prepare("SELECT 'a' || char(0) || 'b' AS t").get() as { t: string }).t === 'a\u0000b';
+      (options.acceptCutText === true || (probe.prepare("SELECT 'a' || char(0) || 'b' AS t").get() as { t: string }).t === 'a\u0000b');
     probe.close();
     return ok ? mod : undefined;
   } catch {
@@ -177,6 +177,16 @@ export function openSqlite(path: string): Database {
   if (nodeSqlite === null) nodeSqlite = loadNodeSqlite();
   if (nodeSqlite) return new NodeSqliteAdapter(new nodeSqlite.DatabaseSync(path));
   // Node 20 and 22: better-sqlite3, whose API this interface mirrors.
-  const BetterSqlite3 = require('better-sqlite3') as new (path: string) => Omit<Database, 'driver'>;
-  return Object.assign(new BetterSqlite3(path), { driver: 'better-sqlite3' as const }) as Database;
+  try {
+    const BetterSqlite3 = require('better-sqlite3') as new (path: string) => Omit<Database, 'driver'>;
+    return Object.assign(new BetterSqlite3(path), { driver: 'better-sqlite3' as const }) as Database;
+  } catch (error) {
+    // Not installed (npm ci --omit=optional), or built for another Node.js: on Node 22, node:sqlite still serves, but for keys holding U+0000.
+    const code = (error as { code?: string }).code;
+    const cutting = code === 'MODULE_NOT_FOUND' || code === 'ERR_DLOPEN_FAILED' ? loadNodeSqlite({ acceptCutText: true }) : undefined;
+    if (!cutting) throw error;
+    process.emitWarning('better-sqlite3 could not be loaded, so casket uses node:sqlite, which on this Node.js lists a key holding U+0000 only up to it: install better-sqlite3 for this Node.js, or run Node.js 24.', { code: 'CASKET_SQLITE_CUTS_TEXT' });
+    nodeSqlite = cutting;
+    return new NodeSqliteAdapter(new cutting.DatabaseSync(path));
+  }
 }

@@ -31,6 +31,8 @@ describe('Dockerfile', () => {
     expect(stages).toHaveLength(2);
     expect(stages[0]!.join('\n')).toMatch(/RUN npx tsc -p tsconfig\.build\.json/);
     expect(final.join('\n')).toMatch(/RUN npm ci --omit=dev /);
+    // Without better-sqlite3 (--omit=optional) casket needs a node:sqlite that reads text whole: Node 24 or later (src/sqlite.ts).
+    if (final.join('\n').includes('--omit=optional')) expect(final[0]).toMatch(/^FROM node:(2[4-9]|[3-9]\d)\b/);
     expect(final.join('\n')).toMatch(/COPY --from=build \/app\/dist \.\/dist/);
     const user = final.filter((l) => l.startsWith('USER ')).at(-1);
     expect(user).toBeDefined();
