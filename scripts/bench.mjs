@@ -49,6 +49,7 @@ import { cpuMs, memory, NotAvailable, resetPeak, startCasket, startFileServer, s
 import { checkPayloadModes, encodePayload, PAYLOAD_MODES } from './bench/payload.mjs';
 import { fmt, median, parseSize, pct, percentile, sizeName, table } from './bench/stats.mjs';
 import { formatSummary, summarise } from './cpuprofile-summary.mjs';
+import { byArm, diff } from './cpuprofile-arms.mjs';
 import { mcpBench } from './bench/mcp.mjs';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '..');
@@ -107,7 +108,10 @@ const HELP = `usage: node scripts/bench.mjs [options]
   --profile DIR         also run casket under node --cpu-prof (a fresh casket per phase) for
                         PUT and GET at c=8 on the embedded store, and through moto and RGW
                         (those found) when the upstream target is selected; summaries go to
-                        DIR/<phase>/summary.txt; PutObject once per --payloads form
+                        DIR/<phase>/summary.txt; PutObject once per --payloads form. In front
+                        of an upstream the bare node:http proxy is profiled in the same cell
+                        too, and DIR/<phase>/vs-node-proxy.txt sets the two side by side per
+                        request, function by function (measured runs only, after --warmup)
   --profile-sizes LIST  object sizes to profile (default 4k)
   --profile-duration S  seconds per profiled phase (default 10)
   --json FILE           write all results as JSON
@@ -957,7 +961,7 @@ async function profile(opts, env) {
       const direct = new S3Client(url, up.cred, { signer: opts.signer });
       await createBucket(direct);
       direct.close();
-      backends.push({ name: up.name, args: upstreamArgs(url, up.cred) });
+      backends.push({ name: up.name, args: upstreamArgs(url, up.cred), url, cred: up.cred });
     } catch (e) {
       log(`    ${up.name} not available for profiling: ${e.message}`);
     }
@@ -990,13 +994,21 @@ async function profile(opts, env) {
             if (op === 'GetObject') await preloadGets(client, 'p/', size, conc);
             client.close();
             const target = s3Target('casket', { url: casket.url, cred: env.admin, prefix: 'p/', pid: casket.pid, signer: opts.signer });
-            const p = await target.prepare({ op, size, conc, kind: op === 'PutObject' ? 'put' : 'get', ...(payload && { payload }) });
-            const m = await measure(p.workers, opts.profileDuration, casket.pid);
-            p.done();
+            const cell = { op, size, conc, kind: op === 'PutObject' ? 'put' : 'get', ...(payload && { payload }) };
+            const { m, window } = await profiledRun(target, cell, casket.pid, opts);
             log(`    profiled ${label} c=${conc}: ${fmt(m.reqPerS)} req/s, ${fmt(m.mibPerS)} MiB/s, p50 ${fmt(m.p50, 2)} ms, casket ${fmt(m.serverCpuUsPerOp, 0)} µs CPU/op`);
-            out[label] = { measured: m };
+            out[label] = { measured: m, window };
           } finally {
             await stop(casket.child);
+          }
+          // In front of an upstream, the bare node:http proxy is profiled in the same cell, so casket's
+          // extra shows function by function (vs-node-proxy.txt): what the floor pays, and what casket adds.
+          if (backend.url && (!payload || payload === 'signed' || payload === 'unsigned')) {
+            try {
+              out[label].nodeProxy = await profileNodeProxy(backend, { op, size, conc, label, dir, payload }, out[label], opts, env);
+            } catch (e) {
+              log(`    ${label}: the bare proxy's profile failed — ${e.message}`);
+            }
           }
           const file = readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(dir, f))[0];
           if (!file) {
@@ -1015,6 +1027,55 @@ async function profile(opts, env) {
     if (moto) await stop(moto.child);
   }
   return out;
+}
+
+/** Warm-up (--warmup), then one measured run whose span on the monotonic clock (µs, as V8's profile timestamps) picks the profile's samples. */
+async function profiledRun(target, cell, pid, opts) {
+  if (opts.warmup > 0) await target.warm(opts.warmup);
+  const p = await target.prepare(cell);
+  const startUs = Number(process.hrtime.bigint() / 1000n);
+  const m = await measure(p.workers, opts.profileDuration, pid);
+  const endUs = Number(process.hrtime.bigint() / 1000n);
+  p.done();
+  return { m, window: { startUs, endUs, puts: m.requests, conc: cell.conc } };
+}
+
+/** The bare node:http proxy (bench/node-proxy.mjs) under --cpu-prof in casket's cell, and the two profiles side by side per request. */
+async function profileNodeProxy(backend, { op, size, conc, label, dir, payload }, casketRun, opts, env) {
+  const proxyDir = join(dir, 'node-proxy');
+  mkdirSync(proxyDir, { recursive: true });
+  const proxy = await startNodeProxy({ dir: mkdirp(join(env.tmp, `node-proxy-prof-${label}`)), upstreamUrl: backend.url, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${proxyDir}`] });
+  let run;
+  try {
+    if (op === 'GetObject') {
+      const client = new S3Client(proxy.url, backend.cred, { signer: opts.signer, maxSockets: 1 });
+      await preloadGets(client, 'q/', size, conc);
+      client.close();
+    }
+    const target = s3Target('node', { url: proxy.url, cred: backend.cred, prefix: 'q/', pid: proxy.pid, signer: opts.signer });
+    run = await profiledRun(target, { op, size, conc, kind: op === 'PutObject' ? 'put' : 'get', ...(payload && { payload }) }, proxy.pid, opts);
+  } finally {
+    await stop(proxy.child);
+  }
+  const profileIn = (d) => join(d, readdirSync(d).find((f) => f.endsWith('.cpuprofile')));
+  const arms = new Map();
+  for (const [name, file, window] of [['casket', profileIn(dir), casketRun.window], ['node-proxy', profileIn(proxyDir), run.window]]) {
+    for (const [, a] of byArm(JSON.parse(readFileSync(file, 'utf8')), [{ ...window, arm: name }])) arms.set(name, a);
+  }
+  const c = arms.get('casket');
+  const n = arms.get('node-proxy');
+  const lines = [
+    `== ${label}, c=${conc}: casket and the bare node:http proxy in front of ${backend.name}, the measured runs only (after ${opts.warmup} s of warm-up), main-thread time per request`,
+    `casket: ${fmt(c.busy / c.puts, 0)} µs busy (garbage collector ${fmt((c.modules.get('(garbage collector)') ?? 0) / c.puts, 0)}); node-proxy: ${fmt(n.busy / n.puts, 0)} µs busy (garbage collector ${fmt((n.modules.get('(garbage collector)') ?? 0) / n.puts, 0)}); /proc CPU per request: casket ${fmt(casketRun.measured.serverCpuUsPerOp, 0)}, node-proxy ${fmt(run.m.serverCpuUsPerOp, 0)}`,
+  ];
+  for (const kind of ['modules', 'self']) {
+    lines.push(`-- self time by ${kind === 'self' ? 'function' : 'module'}, µs per request: casket · node-proxy · difference`);
+    for (const r of diff(arms, 'casket', 'node-proxy', kind, 30)) lines.push(`${r.a.toFixed(1).padStart(8)} ${r.b.toFixed(1).padStart(8)} ${(r.a - r.b).toFixed(1).padStart(8)}  ${r.n}`);
+  }
+  const text = lines.join('\n');
+  writeFileSync(join(dir, 'vs-node-proxy.txt'), `${text}\n`);
+  log(`    profiled node-proxy in the same cell: ${fmt(run.m.reqPerS)} req/s, ${fmt(run.m.serverCpuUsPerOp, 0)} µs CPU/op (${join(dir, 'vs-node-proxy.txt')})`);
+  return { measured: run.m, text };
 }
 
 // ---------------------------------------------------------------- main

@@ -90,7 +90,7 @@ export function byArm(profile, windows) {
   return arms;
 }
 
-function diff(arms, arm, base, kind, top) {
+export function diff(arms, arm, base, kind, top) {
   const x = arms.get(arm);
   const y = arms.get(base);
   const names = new Set([...x[kind].keys(), ...y[kind].keys()]);

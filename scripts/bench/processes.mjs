@@ -289,9 +289,9 @@ http {
  * `client` picks the script: 'http' (node-proxy.mjs, node:http client) or
  * 'undici' (undici-proxy.mjs).
  */
-export async function startNodeProxy({ dir, upstreamUrl, client = 'http', timeoutMs = 10000 }) {
+export async function startNodeProxy({ dir, upstreamUrl, client = 'http', timeoutMs = 10000, nodeArgs = [] }) {
   const name = client === 'undici' ? 'undici-proxy' : 'node-proxy';
-  return startScript(name, dir, [upstreamUrl], timeoutMs);
+  return startScript(name, dir, [upstreamUrl], timeoutMs, nodeArgs);
 }
 
 /** A bare Node.js server of files in `root` (file-server.mjs): the embedded store's HTTP floor. */
@@ -300,11 +300,11 @@ export async function startFileServer({ dir, root, timeoutMs = 10000 }) {
   return startScript('file-server', dir, [root], timeoutMs);
 }
 
-async function startScript(name, dir, args, timeoutMs) {
+async function startScript(name, dir, args, timeoutMs, nodeArgs = []) {
   const port = await freePort();
   const logFile = join(dir, `${name}.log`);
   const script = fileURLToPath(new URL(`./${name}.mjs`, import.meta.url));
-  const child = start(name, process.execPath, [script, String(port), ...args], { logFile });
+  const child = start(name, process.execPath, [...nodeArgs, script, String(port), ...args], { logFile });
   if (!(await waitHttp(port, timeoutMs, child))) {
     await stop(child);
     throw new NotAvailable(`${name} did not start: ${tail(logFile, 500)}`);
