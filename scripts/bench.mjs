@@ -970,10 +970,11 @@ async function profile(opts, env) {
     for (const backend of backends) {
       for (const size of opts.profileSizes) {
         // PutObject once per body form asked for (--payloads; signed by default).
-        const runs = [...(opts.payloads ?? ['signed']).map((payload) => ({ op: 'PutObject', payload })), { op: 'GetObject' }];
+        // CopyObject in front of an upstream too: casket copies through itself (README, Performance).
+        const runs = [...(opts.payloads ?? ['signed']).map((payload) => ({ op: 'PutObject', payload })), { op: 'GetObject' }, ...(backend.url ? [{ op: 'CopyObject' }] : [])];
         for (const { op, payload } of runs) {
           const form = payload && payload !== 'signed' ? `-${payload}` : '';
-          const label = `${backend.name}-${op === 'PutObject' ? 'put' : 'get'}${form}-${sizeName(size).replace(' ', '').toLowerCase()}`;
+          const label = `${backend.name}-${{ PutObject: 'put', GetObject: 'get', CopyObject: 'copy' }[op]}${form}-${sizeName(size).replace(' ', '').toLowerCase()}`;
           const dir = join(opts.profile, label);
           rmSync(dir, { recursive: true, force: true });
           mkdirSync(dir, { recursive: true });
@@ -991,10 +992,10 @@ async function profile(opts, env) {
           try {
             const client = new S3Client(casket.url, env.admin, { signer: opts.signer, maxSockets: 1 });
             await createBucket(client);
-            if (op === 'GetObject') await preloadGets(client, 'p/', size, conc);
+            if (op !== 'PutObject') await preloadGets(client, 'p/', size, conc);
             client.close();
             const target = s3Target('casket', { url: casket.url, cred: env.admin, prefix: 'p/', pid: casket.pid, signer: opts.signer });
-            const cell = { op, size, conc, kind: op === 'PutObject' ? 'put' : 'get', ...(payload && { payload }) };
+            const cell = { op, size, conc, kind: { PutObject: 'put', GetObject: 'get', CopyObject: 'copy' }[op], ...(payload && { payload }) };
             const { m, window } = await profiledRun(target, cell, casket.pid, opts);
             log(`    profiled ${label} c=${conc}: ${fmt(m.reqPerS)} req/s, ${fmt(m.mibPerS)} MiB/s, p50 ${fmt(m.p50, 2)} ms, casket ${fmt(m.serverCpuUsPerOp, 0)} µs CPU/op`);
             out[label] = { measured: m, window };
@@ -1047,13 +1048,13 @@ async function profileNodeProxy(backend, { op, size, conc, label, dir, payload }
   const proxy = await startNodeProxy({ dir: mkdirp(join(env.tmp, `node-proxy-prof-${label}`)), upstreamUrl: backend.url, nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${proxyDir}`] });
   let run;
   try {
-    if (op === 'GetObject') {
+    if (op !== 'PutObject') {
       const client = new S3Client(proxy.url, backend.cred, { signer: opts.signer, maxSockets: 1 });
       await preloadGets(client, 'q/', size, conc);
       client.close();
     }
     const target = s3Target('node', { url: proxy.url, cred: backend.cred, prefix: 'q/', pid: proxy.pid, signer: opts.signer });
-    run = await profiledRun(target, { op, size, conc, kind: op === 'PutObject' ? 'put' : 'get', ...(payload && { payload }) }, proxy.pid, opts);
+    run = await profiledRun(target, { op, size, conc, kind: { PutObject: 'put', GetObject: 'get', CopyObject: 'copy' }[op], ...(payload && { payload }) }, proxy.pid, opts);
   } finally {
     await stop(proxy.child);
   }
