@@ -27,8 +27,13 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && mkdir /data \
  && chown node:node /data
 COPY --from=build /app/dist ./dist
+# glibc keeps up to 32 MiB of freed heap instead of handing it back and
+# faulting it in again for the next body (README, Performance: an 8 MiB
+# GetObject took ~1,000 page faults and 24-71 ms of CPU without, 3-5 and
+# 11-12 ms with); npm start sets the same.
 ENV CASKET_LISTEN=0.0.0.0:9000 \
-    CASKET_DATA_DIR=/data
+    CASKET_DATA_DIR=/data \
+    GLIBC_TUNABLES=glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=33554432
 VOLUME ["/data"]
 EXPOSE 9000
 # The official image's unprivileged user: casket needs no root.

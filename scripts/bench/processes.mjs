@@ -159,6 +159,14 @@ function tail(file, n = 2000) {
 }
 
 /**
+ * The allocator settings `npm start` and the Docker image give casket
+ * (package.json): every Node.js server the bench starts gets them too —
+ * casket and the bare Node baselines alike — unless GLIBC_TUNABLES is set
+ * already (`GLIBC_TUNABLES= npm run bench` measures glibc's defaults).
+ */
+export const NODE_SERVER_ENV = { GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? 'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=33554432' };
+
+/**
  * Starts casket (dist/cli.js) on 127.0.0.1 port 0 and waits for its JSON
  * "casket is ready" line (stdout goes to a log file the bench never reads on
  * the hot path). Throws NotAvailable when it exits before it is ready.
@@ -166,7 +174,7 @@ function tail(file, n = 2000) {
 export async function startCasket({ cli, dataDir, credentialsFile, logFile, extraArgs = [], nodeArgs = [], timeoutMs = 20000 }) {
   mkdirSync(dataDir, { recursive: true });
   const args = [...nodeArgs, cli, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, ...extraArgs];
-  const child = start('casket', process.execPath, args, { logFile });
+  const child = start('casket', process.execPath, args, { logFile, env: NODE_SERVER_ENV });
   const deadline = Date.now() + timeoutMs;
   let exit;
   child.exited.then((e) => (exit = e));
@@ -304,7 +312,7 @@ async function startScript(name, dir, args, timeoutMs, nodeArgs = []) {
   const port = await freePort();
   const logFile = join(dir, `${name}.log`);
   const script = fileURLToPath(new URL(`./${name}.mjs`, import.meta.url));
-  const child = start(name, process.execPath, [...nodeArgs, script, String(port), ...args], { logFile });
+  const child = start(name, process.execPath, [...nodeArgs, script, String(port), ...args], { logFile, env: NODE_SERVER_ENV });
   if (!(await waitHttp(port, timeoutMs, child))) {
     await stop(child);
     throw new NotAvailable(`${name} did not start: ${tail(logFile, 500)}`);
