@@ -42,4 +42,6 @@ USER node
 HEALTHCHECK --interval=10s --timeout=8s --start-period=20s --retries=3 \
   CMD ["node", "-e", "const port = (process.env.CASKET_LISTEN || '').split(':').pop() || '9000'; fetch(`http://127.0.0.1:${port}/_casket/ready`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node is PID 1: casket handles SIGTERM itself (drains, then exits), so docker stop is clean.
-ENTRYPOINT ["node", "dist/cli.js"]
+# --initial-old-space-size: V8 keeps casket's old generation sized for work
+# after an idle spell (README, Performance), as npm start does.
+ENTRYPOINT ["node", "--initial-old-space-size=64", "dist/cli.js"]

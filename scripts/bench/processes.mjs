@@ -166,6 +166,9 @@ function tail(file, n = 2000) {
  */
 export const NODE_SERVER_ENV = { GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? 'glibc.malloc.trim_threshold=33554432:glibc.malloc.mmap_threshold=33554432' };
 
+/** The V8 flag `npm start` and the image give casket (package.json), given to every Node.js server the bench starts; CASKET_BENCH_NODE_ARGS='' measures without. */
+export const NODE_SERVER_ARGS = (process.env.CASKET_BENCH_NODE_ARGS ?? '--initial-old-space-size=64').split(' ').filter(Boolean);
+
 /**
  * Starts casket (dist/cli.js) on 127.0.0.1 port 0 and waits for its JSON
  * "casket is ready" line (stdout goes to a log file the bench never reads on
@@ -173,7 +176,7 @@ export const NODE_SERVER_ENV = { GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? '
  */
 export async function startCasket({ cli, dataDir, credentialsFile, logFile, extraArgs = [], nodeArgs = [], timeoutMs = 20000 }) {
   mkdirSync(dataDir, { recursive: true });
-  const args = [...nodeArgs, cli, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, ...extraArgs];
+  const args = [...NODE_SERVER_ARGS, ...nodeArgs, cli, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, ...extraArgs];
   const child = start('casket', process.execPath, args, { logFile, env: NODE_SERVER_ENV });
   const deadline = Date.now() + timeoutMs;
   let exit;
@@ -312,7 +315,7 @@ async function startScript(name, dir, args, timeoutMs, nodeArgs = []) {
   const port = await freePort();
   const logFile = join(dir, `${name}.log`);
   const script = fileURLToPath(new URL(`./${name}.mjs`, import.meta.url));
-  const child = start(name, process.execPath, [...nodeArgs, script, String(port), ...args], { logFile, env: NODE_SERVER_ENV });
+  const child = start(name, process.execPath, [...NODE_SERVER_ARGS, ...nodeArgs, script, String(port), ...args], { logFile, env: NODE_SERVER_ENV });
   if (!(await waitHttp(port, timeoutMs, child))) {
     await stop(child);
     throw new NotAvailable(`${name} did not start: ${tail(logFile, 500)}`);
