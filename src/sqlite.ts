@@ -9,8 +9,8 @@
  * 24.21 with better-sqlite3 12.11.1). better-sqlite3 13 fixes it but needs
  * Node 22. So casket uses Node's built-in `node:sqlite` (DatabaseSync) where
  * it exists without a flag and reads text whole (24; see loadNodeSqlite) and
- * better-sqlite3 on older lines (20, 22). Both are synchronous, so a precondition check and its commit
- * stay one step on the event loop.
+ * better-sqlite3 on older lines (20, 22). Both are synchronous, so a
+ * precondition check and its commit stay one step on the event loop.
  *
  * The API is the subset casket uses, shaped like better-sqlite3's: prepare
  * (run/get/all/iterate with positional or @named parameters), exec, pragma,
