@@ -9,13 +9,13 @@
  * landed judges the write on half the object (a 412 partial-read for an agent
  * that read it all).
  */
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytes, sdk } from '../helpers/clients.js';
-import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
+import { bytes } from '../helpers/clients.js';
+import { startRecordingReads, type RecordingReads } from './recording-reads.js';
 
 const bucket = 'read-then-write-overlapping';
-let casket: InProcessCasket;
+let c: RecordingReads;
 let admin: S3Client;
 let alice: S3Client;
 const gate = () => {
@@ -28,13 +28,7 @@ const firstRecorded = gate();
 const secondReleased = gate();
 
 beforeAll(async () => {
-  casket = await startInProcess({ agents: ['alice'] });
-  admin = sdk(casket.url, casket.admin);
-  alice = sdk(casket.url, casket.agents.alice!);
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  const state = casket.casket.services.state;
-  const recordRead = state.recordRead.bind(state);
-  state.recordRead = async (agent, b, key, read) => {
+  c = await startRecordingReads(bucket, (recordRead) => async (agent, b, key, read) => {
     if (read.start === 0) await secondAnswered.opened;
     if (read.start === 5) {
       secondAnswered.open();
@@ -43,13 +37,13 @@ beforeAll(async () => {
     const stamp = await recordRead(agent, b, key, read);
     if (read.start === 0) firstRecorded.open();
     return stamp;
-  };
+  });
+  ({ admin, alice } = c);
 });
 afterAll(async () => {
   secondAnswered.open();
   secondReleased.open();
-  for (const c of [admin, alice]) c?.destroy();
-  await casket?.stop();
+  await c?.stop();
 });
 
 describe('two reads of one key still being recorded', () => {

@@ -8,32 +8,26 @@
  * slowly (as a loaded Redis or SQLite would), so the write always arrives
  * first: without the wait it is refused as not-read or partial-read.
  */
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytes, sdk } from '../helpers/clients.js';
-import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
+import { bytes } from '../helpers/clients.js';
+import { startRecordingReads, type RecordingReads } from './recording-reads.js';
 
 const bucket = 'read-then-write';
 const SLOW_MS = 400;
-let casket: InProcessCasket;
+let c: RecordingReads;
 let admin: S3Client;
 let alice: S3Client;
 
 beforeAll(async () => {
-  casket = await startInProcess({ agents: ['alice'] });
-  admin = sdk(casket.url, casket.admin);
-  alice = sdk(casket.url, casket.agents.alice!);
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  const state = casket.casket.services.state;
-  const recordRead = state.recordRead.bind(state);
-  state.recordRead = async (...args) => {
+  c = await startRecordingReads(bucket, (recordRead) => async (...args) => {
     await new Promise((resolve) => setTimeout(resolve, SLOW_MS));
     return recordRead(...args);
-  };
+  });
+  ({ admin, alice } = c);
 });
 afterAll(async () => {
-  for (const c of [admin, alice]) c?.destroy();
-  await casket?.stop();
+  await c?.stop();
 });
 
 const put = (who: S3Client, key: string, body: string, ifMatch: string) => who.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, IfMatch: ifMatch }));
