@@ -159,15 +159,15 @@ function tail(file, n = 2000) {
 }
 
 /**
- * Runtime settings for every Node.js server the bench starts, casket and the
- * bare Node baselines alike, to measure them (README, Performance: the 8 MiB
- * GetObject): CASKET_BENCH_GLIBC_TUNABLES becomes their GLIBC_TUNABLES (and
- * no one else's: nginx and RGW keep theirs), CASKET_BENCH_NODE_ARGS goes on
- * their node command line. Neither is set by default: casket's own defaults
- * are measured.
+ * The allocator settings `npm start` and the Docker image give casket
+ * (package.json): every Node.js server the bench starts gets them too —
+ * casket and the bare Node baselines alike — unless GLIBC_TUNABLES is set
+ * already (`GLIBC_TUNABLES= npm run bench` measures glibc's defaults).
  */
-export const NODE_SERVER_ENV = process.env.CASKET_BENCH_GLIBC_TUNABLES ? { GLIBC_TUNABLES: process.env.CASKET_BENCH_GLIBC_TUNABLES } : {};
-export const NODE_SERVER_ARGS = (process.env.CASKET_BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+export const NODE_SERVER_ENV = { GLIBC_TUNABLES: process.env.GLIBC_TUNABLES ?? 'glibc.malloc.trim_threshold=16777216' };
+
+/** The V8 flag `npm start` and the image give casket (package.json), given to every Node.js server the bench starts; CASKET_BENCH_NODE_ARGS='' measures without. */
+export const NODE_SERVER_ARGS = (process.env.CASKET_BENCH_NODE_ARGS ?? '--initial-old-space-size=64').split(' ').filter(Boolean);
 
 /**
  * Starts casket (dist/cli.js) on 127.0.0.1 port 0 and waits for its JSON
