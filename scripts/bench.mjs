@@ -1069,6 +1069,9 @@ async function profileNodeProxy(backend, { op, size, conc, label, dir, payload }
     `== ${label}, c=${conc}: casket and the bare node:http proxy in front of ${backend.name}, the measured runs only (after ${opts.warmup} s of warm-up), main-thread time per request`,
     `casket: ${fmt(c.busy / c.puts, 0)} µs busy (garbage collector ${fmt((c.modules.get('(garbage collector)') ?? 0) / c.puts, 0)}); node-proxy: ${fmt(n.busy / n.puts, 0)} µs busy (garbage collector ${fmt((n.modules.get('(garbage collector)') ?? 0) / n.puts, 0)}); /proc CPU per request: casket ${fmt(casketRun.measured.serverCpuUsPerOp, 0)}, node-proxy ${fmt(run.m.serverCpuUsPerOp, 0)}`,
   ];
+  // By part (cpuprofile-arms.mjs PARTS): each sample counts for the innermost casket code on its stack.
+  lines.push('-- by part of the work, µs per request: casket · node-proxy · difference');
+  for (const r of diff(arms, 'casket', 'node-proxy', 'parts', 30)) lines.push(`${r.a.toFixed(1).padStart(8)} ${r.b.toFixed(1).padStart(8)} ${(r.a - r.b).toFixed(1).padStart(8)}  ${r.n}`);
   for (const kind of ['modules', 'self']) {
     lines.push(`-- self time by ${kind === 'self' ? 'function' : 'module'}, µs per request: casket · node-proxy · difference`);
     for (const r of diff(arms, 'casket', 'node-proxy', kind, 30)) lines.push(`${r.a.toFixed(1).padStart(8)} ${r.b.toFixed(1).padStart(8)} ${(r.a - r.b).toFixed(1).padStart(8)}  ${r.n}`);

@@ -43,6 +43,31 @@ function moduleOf(f) {
  */
 const READER_CODE = (f) => /\/dist\/events\/(tail|stream)\.js$/.test(f.url ?? '') || /^node:internal\/webstreams/.test(f.url ?? '') || f.functionName === 'writev';
 
+/**
+ * The part of casket's work a sample belongs to: the innermost frame, from
+ * the sampled function outwards, that is casket's own code (dist/) or its
+ * logger or metrics library. Native and library frames (SQLite, crypto,
+ * socket writes) count for the casket code that called them: SHA-256 under
+ * src/auth is the body's check, a writev under the upstream client is the
+ * request to the upstream. A sample with no such frame on its stack is Node's
+ * own machinery (the HTTP parser, socket reads, timers) — all a bare proxy's
+ * samples are, but for its script.
+ */
+export const PARTS = [
+  ['request log (pino)', (u) => /\/node_modules\/(pino|sonic-boom)\//.test(u)],
+  ['metrics (prom-client)', (u) => /\/node_modules\/prom-client\//.test(u)],
+  ['SigV4 verification, body hashing', (u) => /\/dist\/auth\//.test(u)],
+  ['signing the upstream request', (u) => /\/dist\/backends\/s3\/signer\.js$/.test(u)],
+  ['upstream client (request, response)', (u) => /\/dist\/backends\/s3\/client\.js$/.test(u)],
+  ['state store (SQLite: write log, ETag index, stamps)', (u) => /\/dist\/state\//.test(u)],
+  ['event log (append)', (u) => /\/dist\/events\//.test(u)],
+  ['embedded store (SQLite, files)', (u) => /\/dist\/backends\/fs\//.test(u)],
+  ['socket to handler and back (server.js)', (u) => /\/dist\/server\.js$/.test(u)],
+  ['S3 operation, guard, write path', (u) => /\/dist\//.test(u)],
+  ['bare proxy script', (u) => /\/scripts\/bench\/[a-z-]+\.mjs$/.test(u)],
+];
+const NODE_ONLY = 'Node alone (HTTP parser, sockets, timers: no casket frame)';
+
 export function byArm(profile, windows) {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const parent = new Map();
@@ -56,10 +81,21 @@ export function byArm(profile, windows) {
     inEvents.set(id, v);
     return v;
   };
+  const partOf = new Map();
+  const part = (id) => {
+    if (partOf.has(id)) return partOf.get(id);
+    const node = byId.get(id);
+    const fn = node.callFrame.functionName;
+    const p = parent.get(id);
+    const own = fn.startsWith('(') && !node.callFrame.url ? fn : PARTS.find(([, test]) => test(node.callFrame.url ?? ''))?.[0];
+    const v = own ?? (p !== undefined ? part(p) : NODE_ONLY);
+    partOf.set(id, v === '(root)' ? NODE_ONLY : v);
+    return partOf.get(id);
+  };
   const arms = new Map();
   const armOf = (w) => `${w.arm} c=${w.conc}`;
   for (const w of windows) {
-    const a = arms.get(armOf(w)) ?? { puts: 0, busy: 0, idle: 0, events: 0, self: new Map(), modules: new Map() };
+    const a = arms.get(armOf(w)) ?? { puts: 0, busy: 0, idle: 0, events: 0, self: new Map(), modules: new Map(), parts: new Map() };
     a.puts += w.puts;
     arms.set(armOf(w), a);
   }
@@ -86,6 +122,8 @@ export function byArm(profile, windows) {
     a.self.set(k, (a.self.get(k) ?? 0) + us);
     const m = moduleOf(frame);
     a.modules.set(m, (a.modules.get(m) ?? 0) + us);
+    const pt = part(samples[i]);
+    a.parts.set(pt, (a.parts.get(pt) ?? 0) + us);
   }
   return arms;
 }
