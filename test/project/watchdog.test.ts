@@ -16,12 +16,14 @@ it('a test that spins its worker fails the run within its timeout + the grace, n
     cwd: root,
     env: { ...process.env, CASKET_WATCHDOG_GRACE_MS: '3000' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: if the watchdog failed, the spinning worker would outlive a killed vitest.
+    detached: true,
   });
   let output = '';
   child.stdout.on('data', (d) => (output += d));
   child.stderr.on('data', (d) => (output += d));
   const code = await new Promise<number | null>((resolve) => {
-    const bound = setTimeout(() => (child.kill('SIGKILL'), resolve(null)), 50_000);
+    const bound = setTimeout(() => (process.kill(-child.pid!, 'SIGKILL'), resolve(null)), 50_000);
     child.on('exit', (c) => (clearTimeout(bound), resolve(c)));
   });
   const seconds = (Date.now() - started) / 1000;
