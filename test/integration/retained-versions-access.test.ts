@@ -46,6 +46,9 @@ const MALLORY = {
   ],
 };
 
+/** May write `pub`, not read it. */
+const WRITE_ONLY = { Statement: [{ Effect: 'Allow', Action: 's3:PutObject', Resource: arn('pub/*') }] };
+
 interface World {
   casket: RunningCasket;
   mallory: Cred;
@@ -62,7 +65,7 @@ const get = (w: World, who: Cred, path: string) => raw(w.casket.url, who, { meth
 const q = (params: Record<string, string>) => new URLSearchParams(params).toString();
 
 async function setUp(args: string[] = []): Promise<World> {
-  const casket = await startCasket({ agents: ['hr'], keys: { mallory: { agent: 'mallory', policy: MALLORY } }, args });
+  const casket = await startCasket({ agents: ['hr'], keys: { mallory: { agent: 'mallory', policy: MALLORY }, writer: { policy: WRITE_ONLY } }, args });
   const hr = casket.agents.hr!;
   const mallory = casket.keys.mallory!;
   for (const b of ['pub', 'secret']) expect((await raw(casket.url, casket.admin, { method: 'PUT', path: `/${b}` })).status).toBe(200);
@@ -143,6 +146,19 @@ function attacks(world: () => World) {
     expect(r.headers['x-casket-merged']).toBeUndefined();
     const after = await get(w, w.mallory, '/pub/put-probe.txt');
     expect(after.body).toBe(own.body2);
+  });
+
+  it('a merge write from a key that may write the key but not read it is AccessDenied: a merge reads the versions it merges', async () => {
+    const w = world();
+    const own = await ownFile(w, 'write-only.txt');
+    const writer = w.casket.keys.writer!;
+    const sent = change(lines('write-only.txt'), 'write-only.txt line 2', 'written blind');
+    const r = await put(w.casket, writer, '/pub/write-only.txt', sent, { 'if-match': `"${own.v1}"` }, { 'x-casket-merge': 'text' });
+    expect([r.status, xmlField(r.body, 'Code')], r.body).toEqual([403, 'AccessDenied']);
+    expect(r.body).toContain('s3:GetObject');
+    expect((await get(w, w.mallory, '/pub/write-only.txt')).body).toBe(own.body2);
+    // Without the merge it is the ordinary write it may make.
+    expect((await put(w.casket, writer, '/pub/write-only.txt', 'replaced\n', { 'if-match': `"${own.v2}"` })).status).toBe(200);
   });
 
   it('MCP edit_file with expected_etag <secret ETag> and merge: true merges nothing and answers the same whether the secret holds the text or not', async () => {
