@@ -11,9 +11,13 @@
  *       version someone else wrote since, with writer, versions and diff link,
  *       and a cursor for the next call; long poll up to `wait` seconds.
  *
- * Known gaps: "may read the object" is any valid casket key until per-key
- * policies exist (docs/design.md §7); the feed sees writes made through casket (the
- * write log), not writes made around it upstream.
+ * A version named by ETag is looked up as a version of the named key only
+ * (retention/types.ts): an ETag kept for another key, readable or not, is
+ * answered as one nobody kept — the same 404, so the answer does not even
+ * tell that the ETag exists elsewhere (docs/design.md §14).
+ *
+ * Known gaps: the feed sees writes made through casket (the write log), not
+ * writes made around it upstream.
  */
 import { readWhole } from './backends/read-whole.js';
 import type { CredentialLookup } from './auth/credentials.js';
@@ -41,9 +45,24 @@ function signed(req: SignedRequest, lookup: CredentialLookup): AuthResult {
   return auth;
 }
 
-/** A diff or merge shows an object's content: only to a key that may read it (docs/design.md §7). */
+/**
+ * A diff or merge shows an object's content: only to a key that may read it
+ * (docs/design.md §7). s3:GetObject, not s3:GetObjectVersion: a retained
+ * version is one agents read or wrote of that key through casket, not a
+ * version the bucket keeps (the same rule whether the bucket is versioned or not).
+ */
 function mayRead(auth: AuthResult, bucket: string, key: string): void {
   accessFor(auth.credential, () => {}).authorize({ action: 's3:GetObject', resource: objectResource(bucket, key) });
+}
+
+/**
+ * A retained version of bucket/key for a caller another front door
+ * authenticated (MCP edit_file's merge, src/mcp-door.ts): only when `auth` may
+ * read that key, and only a version kept for that very key.
+ */
+export async function retainedFor(auth: AuthResult, services: Services, bucket: string, key: string, etag: string): Promise<Buffer | undefined> {
+  mayRead(auth, bucket, key);
+  return services.retainer?.get({ bucket, key, etag });
 }
 
 function required(query: URLSearchParams, name: string): string {
@@ -67,9 +86,9 @@ async function writerOf(services: Services, bucket: string, key: string, etag: s
   return entry?.accessKey ? { writerAccessKey: entry.accessKey } : {};
 }
 
-/** The content of a version: retained, or the current object when it is that version. */
+/** The content of a version of bucket/key: retained for that key, or the current object when it is that version. */
 async function versionOf(services: Services, bucket: string, key: string, etag: string | 'current'): Promise<Version | undefined> {
-  const kept = etag === 'current' ? undefined : await services.retainer?.get(etag);
+  const kept = etag === 'current' ? undefined : await services.retainer?.get({ bucket, key, etag });
   if (kept) return { etag, content: kept, ...(await writerOf(services, bucket, key, etag)) };
   const limit = services.retainer?.maxObjectSize ?? 0;
   const reader = await services.backend.getObject(bucket, key);
@@ -176,7 +195,7 @@ async function changesSince(services: Services, agent: string, since: number): P
     stamps.map(async ({ bucket, key, stamp }) => {
       const last = await services.state.lastWrite(bucket, key);
       if (!last || last.at.getTime() <= since || last.agent === agent || (last.newETag ?? null) === stamp.etag) return;
-      const kept = last.newETag !== undefined && (await services.retainer?.touch(stamp.etag));
+      const kept = last.newETag !== undefined && (await services.retainer?.touch({ bucket, key, etag: stamp.etag }));
       out.push({
         bucket,
         key,

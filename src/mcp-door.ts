@@ -12,7 +12,7 @@ import { sessionRequest, withSession } from './auth/sessions.js';
 import { verifySigV4, type AuthResult } from './auth/sigv4.js';
 import { resolveAgent } from './guard/identity.js';
 import { readToken, tokenHolds } from './mcp/token.js';
-import { changesFor, diffFor } from './agent-changes.js';
+import { changesFor, diffFor, retainedFor } from './agent-changes.js';
 import type { Services } from './s3/context.js';
 import type { HandleOptions, Outcome } from './s3/handle.js';
 import { callInProcess, readBody } from './s3/in-process.js';
@@ -140,8 +140,12 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       const s = await services.state.getStamp(agent, bucket, key);
       return s && { etag: s.etag, full: s.full };
     },
-    async retained(etag) {
-      return services.retainer?.get(etag);
+    async retained(caller, bucket, key, etag) {
+      // The caller's own policy for this key, and a version kept for this key only (docs/design.md §14).
+      return retainedFor(auth(caller), services, bucket, key, etag).catch((e: unknown) => {
+        if (isS3Error(e)) return undefined;
+        throw e;
+      });
     },
   };
 }

@@ -166,7 +166,7 @@ export async function object(deps: ConsoleDeps, bucket: string, key: string) {
     writes.map(async (e) => ({
       ...row(e),
       // Retained content is what a diff can be drawn from (docs/design.md §6).
-      retained: e.newETag !== undefined && services.retainer !== undefined ? (await services.retainer.get(e.newETag).catch(() => undefined)) !== undefined : false,
+      retained: e.newETag !== undefined && services.retainer !== undefined ? (await services.retainer.get({ bucket, key, etag: e.newETag }).catch(() => undefined)) !== undefined : false,
     })),
   );
   return {

@@ -92,8 +92,13 @@ export interface CasketDoor {
   changes(caller: Caller, since: string | undefined): Promise<{ status: number; body: unknown }>;
   /** The agent's read stamp of a key, as the guard sees it. */
   stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
-  /** A retained version's content (docs/design.md §6), for a merge whose base is no longer current. */
-  retained(etag: string): Promise<Buffer | undefined>;
+  /**
+   * A retained version of bucket/key (docs/design.md §6), for a merge whose base
+   * is no longer current: only when `caller` may read that key, and only a
+   * version kept for that very key — an ETag kept for another key is
+   * undefined, as one nobody kept (docs/design.md §14).
+   */
+  retained(caller: Caller, bucket: string, key: string, etag: string): Promise<Buffer | undefined>;
   /** `--agent-writes`: require (428 on unconditional agent writes) or read-stamp. */
   agentWrites: 'require' | 'read-stamp';
   /** Largest diff served (--diff-max-bytes). */

@@ -1,5 +1,6 @@
 /**
- * Retained versions as files in the data dir (`<data-dir>/retained/<sha256>`),
+ * Retained versions as files in the data dir
+ * (`<data-dir>/retained/<sha256>.<sha256 of bucket/key>`, types.ts retainedName),
  * for one casket: the embedded store, or an upstream without a shared Redis.
  * The index (size and last touch of each file, oldest first) is kept in
  * memory and rebuilt from the files' mtimes at start, so the order survives
@@ -10,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isContentETag, sha256Hex, type Retention, type RetentionLimits } from './types.js';
+import { isRetainedName, retainedName, sha256Hex, type Retention, type RetentionLimits, type VersionOf } from './types.js';
 
 interface Entry {
   size: number;
@@ -27,8 +28,11 @@ export class FileRetention implements Retention {
     const found: Array<[string, Entry]> = [];
     for (const name of readdirSync(dir)) {
       const path = join(dir, name);
-      if (!isContentETag(name)) {
-        rmSync(path, { force: true }); // a temporary file of a write a crash cut short
+      if (!isRetainedName(name)) {
+        // A temporary file of a write a crash cut short, or a version kept by
+        // its ETag alone (before versions were kept per key): bound to no key,
+        // it may never be served.
+        rmSync(path, { force: true });
         continue;
       }
       const s = statSync(path);
@@ -44,33 +48,36 @@ export class FileRetention implements Retention {
     return entry.at < now - this.limits.ttlMs;
   }
 
-  async keep(sha256: string, content: Buffer): Promise<void> {
-    if (await this.touch(sha256)) return;
-    if (sha256Hex(content) !== sha256 || content.length > this.limits.maxBytes) return;
+  async keep(v: VersionOf, content: Buffer): Promise<void> {
+    if (await this.touch(v)) return;
+    if (sha256Hex(content) !== v.etag || content.length > this.limits.maxBytes) return;
+    const name = retainedName(v);
     const tmp = join(this.dir, `.tmp-${randomBytes(6).toString('hex')}`);
     await writeFile(tmp, content);
-    await rename(tmp, join(this.dir, sha256));
-    if (!this.index.has(sha256)) this.total += content.length;
-    this.index.delete(sha256);
-    this.index.set(sha256, { size: content.length, at: Date.now() });
+    await rename(tmp, join(this.dir, name));
+    if (!this.index.has(name)) this.total += content.length;
+    this.index.delete(name);
+    this.index.set(name, { size: content.length, at: Date.now() });
     await this.evict();
   }
 
-  async touch(sha256: string): Promise<boolean> {
-    const entry = this.index.get(sha256);
+  async touch(v: VersionOf): Promise<boolean> {
+    const name = retainedName(v);
+    const entry = this.index.get(name);
     const now = Date.now();
     if (!entry || this.expired(entry, now)) return false;
-    this.index.delete(sha256);
-    this.index.set(sha256, { size: entry.size, at: now });
+    this.index.delete(name);
+    this.index.set(name, { size: entry.size, at: now });
     const seconds = now / 1000;
-    await utimes(join(this.dir, sha256), seconds, seconds).catch(() => {});
+    await utimes(join(this.dir, name), seconds, seconds).catch(() => {});
     return true;
   }
 
-  async get(sha256: string): Promise<Buffer | undefined> {
-    const entry = this.index.get(sha256);
+  async get(v: VersionOf): Promise<Buffer | undefined> {
+    const name = retainedName(v);
+    const entry = this.index.get(name);
     if (!entry || this.expired(entry, Date.now())) return undefined;
-    return readFile(join(this.dir, sha256)).catch(() => undefined);
+    return readFile(join(this.dir, name)).catch(() => undefined);
   }
 
   async bytes(): Promise<number> {
@@ -82,13 +89,13 @@ export class FileRetention implements Retention {
   private async evict(): Promise<void> {
     const now = Date.now();
     const drop: string[] = [];
-    for (const [sha, entry] of this.index) {
+    for (const [name, entry] of this.index) {
       if (this.total <= this.limits.maxBytes && !this.expired(entry, now)) break;
-      this.index.delete(sha);
+      this.index.delete(name);
       this.total -= entry.size;
-      drop.push(sha);
+      drop.push(name);
     }
-    await Promise.all(drop.map((sha) => rm(join(this.dir, sha), { force: true })));
+    await Promise.all(drop.map((name) => rm(join(this.dir, name), { force: true })));
   }
 
   async close(): Promise<void> {}

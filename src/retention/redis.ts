@@ -4,8 +4,9 @@
  * diff another serves.
  *
  * Layout, under the state store's prefix (default `casket:`):
- *   retained:<sha256>   string, the content
- *   retained            zset <sha256> by last touch (epoch ms, ties broken in
+ *   retained:<name>     string, the content of a version of one key; <name>
+ *                       is types.ts retainedName: `<sha256>.<sha256 of bucket/key>`
+ *   retained            zset <name> by last touch (epoch ms, ties broken in
  *                       touch order: STAMP): oldest first
  *   retained:bytes      the bytes kept, kept in step by the scripts
  * Keep and touch are Lua scripts, one atomic step each (as in
@@ -14,13 +15,16 @@
  * Known gap: as in state/redis.ts, the scripts touch keys they derive (the
  * blobs); on Redis Cluster use a prefix with a hash tag.
  *
+ * Entries of a casket that kept versions by their ETag alone (members
+ * without a dot) are never read, and leave with the TTL and the budget.
+ *
  * With Sentinel it follows the primary like the state store
  * (state/redis-connection.ts) but waits for no replica: a retained version
  * lost in a failover costs a diff link on a later refusal, never a decision.
  */
 import type { Redis } from 'ioredis';
 import { closeRedis, openRedis, type RedisTarget } from '../state/redis-connection.js';
-import { sha256Hex, type Retention, type RetentionLimits } from './types.js';
+import { retainedName, sha256Hex, type Retention, type RetentionLimits, type VersionOf } from './types.js';
 
 /**
  * A touch's score: its time, but always after every earlier touch's — two
@@ -39,13 +43,13 @@ end
 /** Drops everything older than the TTL, then the oldest until the total is within the budget. */
 const EVICT = `
 local function int(n) return string.format('%.0f', n) end
-local function drop(sha)
-  local size = redis.call('STRLEN', prefix .. sha)
-  redis.call('DEL', prefix .. sha)
-  redis.call('ZREM', z, sha)
+local function drop(member)
+  local size = redis.call('STRLEN', prefix .. member)
+  redis.call('DEL', prefix .. member)
+  redis.call('ZREM', z, member)
   redis.call('DECRBY', total, size)
 end
-for _, sha in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', '(' .. int(now - ttl))) do drop(sha) end
+for _, member in ipairs(redis.call('ZRANGEBYSCORE', z, '-inf', '(' .. int(now - ttl))) do drop(member) end
 while tonumber(redis.call('GET', total) or '0') > max do
   local head = redis.call('ZRANGE', z, 0, 0)
   if #head == 0 then redis.call('SET', total, 0) break end
@@ -53,30 +57,30 @@ while tonumber(redis.call('GET', total) or '0') > max do
 end
 `;
 
-/** KEYS: zset, total. ARGV: blob prefix, sha, content, now, ttl, max. */
+/** KEYS: zset, total. ARGV: blob prefix, name (retainedName), content, now, ttl, max. */
 const KEEP = `
 local z, total = KEYS[1], KEYS[2]
-local prefix, sha, content = ARGV[1], ARGV[2], ARGV[3]
+local prefix, name, content = ARGV[1], ARGV[2], ARGV[3]
 local now, ttl, max = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 ${STAMP}
-if not redis.call('ZSCORE', z, sha) then
-  redis.call('SET', prefix .. sha, content)
+if not redis.call('ZSCORE', z, name) then
+  redis.call('SET', prefix .. name, content)
   redis.call('INCRBY', total, #content)
 end
-redis.call('ZADD', z, stamp(z, now), sha)
+redis.call('ZADD', z, stamp(z, now), name)
 ${EVICT}
 return 1
 `;
 
-/** KEYS: zset, total. ARGV: blob prefix, sha, now, ttl, max. Returns 1 when kept. */
+/** KEYS: zset, total. ARGV: blob prefix, name (retainedName), now, ttl, max. Returns 1 when kept. */
 const TOUCH = `
 local z, total = KEYS[1], KEYS[2]
-local prefix, sha = ARGV[1], ARGV[2]
+local prefix, name = ARGV[1], ARGV[2]
 local now, ttl, max = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 ${STAMP}
 ${EVICT}
-if sha == '' or not redis.call('ZSCORE', z, sha) then return 0 end
-redis.call('ZADD', z, stamp(z, now), sha)
+if name == '' or not redis.call('ZSCORE', z, name) then return 0 end
+redis.call('ZADD', z, stamp(z, now), name)
 return 1
 `;
 
@@ -100,27 +104,33 @@ export class RedisRetention implements Retention {
     return [this.prefix, `${this.prefix}:bytes`, `${this.prefix}:`];
   }
 
-  async keep(sha256: string, content: Buffer): Promise<void> {
-    if (await this.touch(sha256)) return;
-    if (sha256Hex(content) !== sha256 || content.length > this.limits.maxBytes) return;
+  async keep(v: VersionOf, content: Buffer): Promise<void> {
+    if (await this.touch(v)) return;
+    if (sha256Hex(content) !== v.etag || content.length > this.limits.maxBytes) return;
     const [z, total, blobs] = this.keys();
-    await this.redis.keepRetained(z, total, blobs, sha256, content, Date.now(), this.limits.ttlMs, this.limits.maxBytes);
+    await this.redis.keepRetained(z, total, blobs, retainedName(v), content, Date.now(), this.limits.ttlMs, this.limits.maxBytes);
   }
 
-  async touch(sha256: string): Promise<boolean> {
-    const [z, total, blobs] = this.keys();
-    return (await this.redis.touchRetained(z, total, blobs, sha256, Date.now(), this.limits.ttlMs, this.limits.maxBytes)) === 1;
+  async touch(v: VersionOf): Promise<boolean> {
+    return this.touchName(retainedName(v));
   }
 
-  async get(sha256: string): Promise<Buffer | undefined> {
+  /** '' touches nothing: it only expires and evicts. */
+  private async touchName(name: string): Promise<boolean> {
+    const [z, total, blobs] = this.keys();
+    return (await this.redis.touchRetained(z, total, blobs, name, Date.now(), this.limits.ttlMs, this.limits.maxBytes)) === 1;
+  }
+
+  async get(v: VersionOf): Promise<Buffer | undefined> {
     const [z, , blobs] = this.keys();
-    const [score, content] = await Promise.all([this.redis.zscore(z, sha256), this.redis.getBuffer(blobs + sha256)]);
+    const name = retainedName(v);
+    const [score, content] = await Promise.all([this.redis.zscore(z, name), this.redis.getBuffer(blobs + name)]);
     if (score === null || content === null || Number(score) < Date.now() - this.limits.ttlMs) return undefined;
     return content;
   }
 
   async bytes(): Promise<number> {
-    await this.touch('');
+    await this.touchName('');
     return Number((await this.redis.get(`${this.prefix}:bytes`)) ?? 0);
   }
 

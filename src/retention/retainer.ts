@@ -4,8 +4,13 @@
  * delaying it, and reading them back. A retention store that fails degrades
  * to "not kept" — a refusal without a diff, a merge not made — never to an
  * error of the request: what it holds is a convenience, not the object.
+ *
+ * Every version is a version of one key (types.ts): kept and read back by
+ * (bucket, key, ETag), so naming an ETag never reaches another key's bytes.
  */
-import { isContentETag, type Retention } from './types.js';
+import { isContentETag, retainedName, type Retention, type VersionOf } from './types.js';
+
+export type { VersionOf };
 
 export interface RetainerLog {
   warn(obj: object, msg: string): void;
@@ -13,7 +18,7 @@ export interface RetainerLog {
 
 export class Retainer {
   /**
-   * Keeps still being written, by ETag. A read of one waits for it: a merge
+   * Keeps still being written, by retainedName. A read of one waits for it: a merge
    * or a diff asked for right after the write that made its base would
    * otherwise find the base not yet kept (the keep runs after the response)
    * and be refused where it would succeed — seen under load in CI.
@@ -32,35 +37,41 @@ export class Retainer {
     return size <= this.maxObjectSize && isContentETag(etag);
   }
 
-  /** Keeps `content` as version `etag` in the background (its hash is checked by the store). */
-  keep(etag: string, content: Buffer | undefined): void {
-    if (!content || !this.eligible(etag, content.length)) return;
-    const done: Promise<void> = this.kept(etag, content).finally(() => {
-      if (this.keeping.get(etag) === done) this.keeping.delete(etag);
+  /** Keeps `content` as version `v` in the background (its hash is checked by the store). */
+  keep(v: VersionOf, content: Buffer | undefined): void {
+    if (!content || !this.eligible(v.etag, content.length)) return;
+    const name = retainedName(v);
+    const done: Promise<void> = this.kept(v, content).finally(() => {
+      if (this.keeping.get(name) === done) this.keeping.delete(name);
     });
-    this.keeping.set(etag, done);
+    this.keeping.set(name, done);
   }
 
-  /** Keeps `content` as version `etag`, resolving once it is kept (or could not be: never rejects). */
-  async kept(etag: string, content: Buffer | undefined): Promise<void> {
-    if (!content || !this.eligible(etag, content.length)) return;
+  /** Keeps `content` as version `v`, resolving once it is kept (or could not be: never rejects). */
+  async kept(v: VersionOf, content: Buffer | undefined): Promise<void> {
+    if (!content || !this.eligible(v.etag, content.length)) return;
     // The error's message only: a Redis client's error carries the command it
     // failed on, whose arguments are the object's content.
-    await this.store.keep(etag, content).catch((err: unknown) => this.log.warn({ error: err instanceof Error ? err.message : String(err), etag }, 'retention: version not kept'));
+    await this.store.keep(v, content).catch((err: unknown) => this.log.warn({ error: err instanceof Error ? err.message : String(err), bucket: v.bucket, key: v.key, etag: v.etag }, 'retention: version not kept'));
   }
 
-  /** Refreshes a kept version's age: true when it is kept. */
-  async touch(etag: string): Promise<boolean> {
-    if (!isContentETag(etag)) return false;
-    await this.keeping.get(etag);
-    return this.store.touch(etag).catch(() => false);
+  /** Refreshes a kept version's age: true when it is kept as a version of that key. */
+  async touch(v: VersionOf): Promise<boolean> {
+    if (!isContentETag(v.etag)) return false;
+    await this.keeping.get(retainedName(v));
+    return this.store.touch(v).catch(() => false);
   }
 
-  async get(etag: string): Promise<Buffer | undefined> {
-    if (!isContentETag(etag)) return undefined;
-    await this.keeping.get(etag);
-    return this.store.get(etag).catch((err: unknown) => {
-      this.log.warn({ err, etag }, 'retention: version not read');
+  /**
+   * The content of `v`, only when it was kept as a version of that very key.
+   * Not an access check: the caller checks first that whoever asks may read
+   * v.bucket/v.key (agent-changes.ts retainedFor).
+   */
+  async get(v: VersionOf): Promise<Buffer | undefined> {
+    if (!isContentETag(v.etag)) return undefined;
+    await this.keeping.get(retainedName(v));
+    return this.store.get(v).catch((err: unknown) => {
+      this.log.warn({ err, bucket: v.bucket, key: v.key, etag: v.etag }, 'retention: version not read');
       return undefined;
     });
   }

@@ -173,9 +173,12 @@ async function conflict(services: Services, agent: string, h: KeyHistory, curren
     currentETag: quoted(current.etag),
     ...((writer.agent ?? writer.accessKey) !== undefined && { currentWriter: writer.agent ?? writer.accessKey }),
   };
-  // The agent's version: its bytes from retention or pre-images (an agent's writes are retained when small).
+  // The agent's version: its bytes from retention or pre-images (an agent's writes are retained when small), as a version of this key.
   let mine: Buffer | null | undefined = null;
-  if (h.agentLast !== null) mine = (await services.retainer?.get(h.agentLast)) ?? (await services.preImages?.get(h.agentLast));
+  if (h.agentLast !== null) {
+    const version = { bucket: h.bucket, key: h.key, etag: h.agentLast };
+    mine = (await services.retainer?.get(version)) ?? (await services.preImages?.get(version));
+  }
   if (mine === undefined || current.content === undefined) return out;
   const from: Version = { etag: h.agentLast ?? 'deleted', writer: agent, content: mine };
   const to: Version = { etag: current.etag ?? 'deleted', content: current.content, ...(writer.agent !== undefined && { writer: writer.agent }), ...(writer.accessKey !== undefined && { writerAccessKey: writer.accessKey }) };

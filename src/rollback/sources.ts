@@ -7,7 +7,8 @@
  *   3. the bucket's own versions: ListObjectVersions of the key through
  *      casket, then GET ?versionId= of the version whose casket ETag is the
  *      goal (a versioned bucket upstream, or the embedded store's versioning).
- * Bytes from 1 and 2 are checked against the SHA-256 they are filed under;
+ * 1 and 2 are read as versions of this key only (retention/types.ts); their
+ * bytes are checked against the SHA-256 they are filed under;
  * nothing is ever guessed: no source, no restore (unrecoverable).
  *
  * Multipart versions (ETag `<sha256>-<parts>`) are never in 1 or 2 (their
@@ -74,7 +75,7 @@ async function fromVersions(door: RollbackDoor, bucket: string, key: string, eta
 
 export async function goalContent(services: Services, door: RollbackDoor, bucket: string, key: string, etag: string): Promise<GoalContent | undefined> {
   for (const [source, store] of [['retained', services.retainer], ['pre-image', services.preImages]] as const) {
-    const kept = await store?.get(etag);
+    const kept = await store?.get({ bucket, key, etag });
     if (kept && sha256(kept) === etag) return { content: kept, source };
   }
   const versioned = await fromVersions(door, bucket, key, etag).catch((err: unknown) => {

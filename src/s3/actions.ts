@@ -9,7 +9,10 @@
  * - CreateMultipartUpload, UploadPart, CompleteMultipartUpload: s3:PutObject
  *   (mpuoverview.html#mpuAndPermissions);
  * - DeleteObjects: s3:DeleteObject per key, checked in its handler;
- * - ListObjects(V2) carries the `s3:prefix` condition key.
+ * - ListObjects(V2) carries the `s3:prefix` condition key;
+ * - a PutObject that asks for a merge (`x-casket-merge`, merge-write.ts) reads
+ *   the versions of the key it merges with: s3:GetObject on it as well, as
+ *   CopyObject needs on its source (docs/design.md §14).
  * A Record over the closed Operation union: a new operation without its
  * action does not compile.
  *
@@ -45,6 +48,11 @@ const copy = (r: ActionRequest): Access[] => {
     { action: source.versionId !== undefined ? 's3:GetObjectVersion' : 's3:GetObject', resource: `${S3_ARN}${source.bucket}/${source.key}` },
   ];
 };
+/** PutObject; a merge (merge-write.ts MERGE_HEADER) also reads what it merges with. */
+const put = (r: ActionRequest): Access[] => [
+  { action: 's3:PutObject', resource: objectArn(r) },
+  ...(r.headers['x-casket-merge'] !== undefined ? [{ action: 's3:GetObject', resource: objectArn(r) }] : []),
+];
 /** The action, or its version form when the request names a version. */
 const onObjectVersion = (action: string, versionAction: string) => (r: ActionRequest): Access[] => [{ action: r.query.has('versionId') ? versionAction : action, resource: objectArn(r) }];
 
@@ -125,7 +133,7 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   GetObject: onObjectVersion('s3:GetObject', 's3:GetObjectVersion'),
   HeadObject: onObjectVersion('s3:GetObject', 's3:GetObjectVersion'),
   GetObjectAttributes: onObjectVersion('s3:GetObjectAttributes', 's3:GetObjectVersionAttributes'),
-  PutObject: onObject('s3:PutObject'),
+  PutObject: put,
   CopyObject: copy,
   DeleteObject: onObjectVersion('s3:DeleteObject', 's3:DeleteObjectVersion'),
   GetObjectAcl: onObject('s3:GetObjectAcl'),

@@ -89,7 +89,7 @@ async function receive(payload: Payload, limit: number): Promise<{ whole: Buffer
 /** The content of `current`, when it is still current and small enough to merge. */
 async function currentContent(services: Services, current: ObjectInfo, limit: number): Promise<Buffer | undefined> {
   if (current.size > limit) return undefined;
-  const kept = await services.retainer?.get(current.etag);
+  const kept = await services.retainer?.get({ bucket: current.bucket, key: current.key, etag: current.etag });
   if (kept) return kept;
   const reader = await services.backend.getObject(current.bucket, current.key);
   if (!reader) return undefined;
@@ -123,7 +123,7 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
   try {
     // Stryker disable next-line BooleanLiteral: the body is already received, so an early refusal (a HEAD before the commit) and the commit's own find the same current version and the same bytes
     const info = await putVersion(ctx, services, { conditions, body: () => held(sent), declaredSha256: sentETag, contentLength: sent.length, buffered: true });
-    if (ctx.agent) retainer.keep(info.etag, sent);
+    if (ctx.agent) retainer.keep({ bucket, key, etag: info.etag }, sent);
     return answer(info);
   } catch (e) {
     if (!(e instanceof Refusal) || !e.current || e.details.identical) throw e;
@@ -133,7 +133,11 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
     const base = expandETag(named[0]!).at(-1)!;
     // A commit refused with the base current again (changed, then changed back): the refusal stands, as for any write from a current base.
     if (current.etag === base) throw e;
-    const [baseContent, theirs] = await Promise.all([retainer.get(base), currentContent(services, current, limit)]);
+    // The base only as a version of this very key: an ETag is no secret (a
+    // listing shows it), and merging another key's version would write its
+    // bytes here, or show them in the conflict's markers (docs/design.md §14).
+    // An ETag never kept for this key is refused as one nobody kept.
+    const [baseContent, theirs] = await Promise.all([retainer.get({ bucket, key, etag: base }), currentContent(services, current, limit)]);
     if (!baseContent || !theirs || !isText(baseContent) || !isText(sent) || !isText(theirs)) throw e;
     // Only a clean merge is written; the markers of a conflict are made
     // where they are read (/_casket/merge, agent-changes.ts).
@@ -141,7 +145,7 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
     if (!merged.clean) {
       // Both sides kept before the answer, so the link to the merge with
       // markers can be followed the moment the agent reads it.
-      await Promise.all([retainer.kept(sentETag, sent), retainer.kept(current.etag, theirs)]);
+      await Promise.all([retainer.kept({ bucket, key, etag: sentETag }, sent), retainer.kept({ bucket, key, etag: current.etag }, theirs)]);
       const conflict = new Refusal('merge-conflict', bucket, key, current, base, { merge: mergePath(bucket, key, base, current.etag, sentETag), ...(e.details.diff && { diff: e.details.diff }), ...(e.details.writerAccessKey && { writerAccessKey: e.details.writerAccessKey }) });
       services.guard.report(conflict, ctx.agent, { accessKey: ctx.accessKey, requestId: ctx.requestId, operation: 'PutObject' });
       throw conflict;
@@ -156,7 +160,7 @@ export async function mergeablePut(ctx: RequestContext, services: Services, reta
       buffered: true,
       agentRules: false,
     });
-    retainer.keep(info.etag, content);
+    retainer.keep({ bucket, key, etag: info.etag }, content);
     return answer(info, { 'x-casket-merged': formatETag(current.etag, ctx.etagSuffix) });
   }
 }

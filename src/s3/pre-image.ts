@@ -20,11 +20,13 @@ export async function keepPreImage(services: Services, bucket: string, key: stri
     if (!reader) return;
     const { info } = reader;
     // Already kept (or not keepable): the bytes are not read again.
-    if (!preImages.eligible(info.etag, info.size) || (await preImages.touch(info.etag))) {
+    // Kept as a version of this key: rollback reads it back for this key only.
+    const version = { bucket, key, etag: info.etag };
+    if (!preImages.eligible(info.etag, info.size) || (await preImages.touch(version))) {
       reader.release?.();
       return;
     }
-    await preImages.kept(info.etag, await readWhole(reader));
+    await preImages.kept(version, await readWhole(reader));
   } catch (err) {
     services.log.warn({ error: err instanceof Error ? err.message : String(err), bucket, key }, 'pre-image not kept');
   }

@@ -90,7 +90,7 @@ async function withDiff<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
   const agent = w.ctx.agent;
   if (!agent || !retainer || !r.current || r.details.diff || !DIFF_REFUSALS.has(r.reason)) return r;
   const from = r.lastSeenETag ?? (await state.getStamp(agent, w.bucket, w.key).catch(() => undefined))?.etag;
-  if (from === undefined || from === r.current.etag || !(await retainer.touch(from))) return r;
+  if (from === undefined || from === r.current.etag || !(await retainer.touch({ bucket: w.bucket, key: w.key, etag: from }))) return r;
   return new Refusal(r.reason, r.bucket, r.key, r.current, from, { ...r.details, diff: diffPath(w.bucket, w.key, from, r.current.etag) });
 }
 

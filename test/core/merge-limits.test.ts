@@ -43,12 +43,12 @@ const lines = (edits: Record<number, string> = {}) => Array.from({ length: 10 },
 const put = (who: Cred, key: string, body: string | Buffer, headers: Record<string, string> = {}) => raw(casket.url, who, { method: 'PUT', path: `/${bucket}/${key}`, headers, body });
 const merge = (who: Cred, key: string, base: string, body: string | Buffer) => put(who, key, body, { 'if-match': base, 'x-casket-merge': 'text' });
 const get = async (key: string) => (await raw(casket.url, casket.admin, { method: 'GET', path: `/${bucket}/${key}` })).body;
-const kept = async (etag: string) => (await casket.casket.services.retainer!.get(etag.slice(1, -1))) !== undefined;
+const kept = async (key: string, etag: string) => (await casket.casket.services.retainer!.get({ bucket, key, etag: etag.slice(1, -1) })) !== undefined;
 
 /** `who` reads `key` whole; casket keeps the version it read (after the response). */
 async function read(who: Cred, key: string): Promise<string> {
   const etag = (await raw(casket.url, who, { method: 'GET', path: `/${bucket}/${key}` })).headers.etag as string;
-  await until(() => kept(etag), `the version of ${key} read to be kept`);
+  await until(() => kept(key, etag), `the version of ${key} read to be kept`);
   return etag;
 }
 
@@ -105,7 +105,7 @@ describe('where the versions come from', () => {
     await put(casket.admin, 'person.txt', lines());
     const base = await read(bob, 'person.txt');
     await put(carol, 'person.txt', lines({ 2: 'carol' }));
-    expect(await kept(etagOf(lines({ 2: 'carol' })))).toBe(false);
+    expect(await kept('person.txt', etagOf(lines({ 2: 'carol' })))).toBe(false);
     const b = await merge(bob, 'person.txt', base, lines({ 7: 'bob' }));
     expect([b.status, b.headers['x-casket-merged']], b.body).toEqual([200, etagOf(lines({ 2: 'carol' }))]);
     expect(await get('person.txt')).toBe(lines({ 2: 'carol', 7: 'bob' }));
@@ -117,13 +117,13 @@ describe('where the versions come from', () => {
     // alice's edit lands as sent (its base is current): casket keeps it, after the answer.
     const a1 = await merge(alice, 'chain.txt', base, lines({ 0: 'a1' }));
     expect([a1.status, a1.headers['x-casket-merged']]).toEqual([200, undefined]);
-    await until(() => kept(a1.headers.etag as string), "alice's write to be kept");
+    await until(() => kept('chain.txt', a1.headers.etag as string), "alice's write to be kept");
     await put(carol, 'chain.txt', lines({ 0: 'a1', 5: 'carol' }));
     // alice edits from her own write, which carol has since changed: merged.
     const a2 = await merge(alice, 'chain.txt', a1.headers.etag as string, lines({ 0: 'a1', 9: 'a2' }));
     expect([a2.status, a2.headers['x-casket-merged']], a2.body).toEqual([200, etagOf(lines({ 0: 'a1', 5: 'carol' }))]);
     expect(a2.headers.etag).toBe(etagOf(lines({ 0: 'a1', 5: 'carol', 9: 'a2' })));
-    await until(() => kept(a2.headers.etag as string), 'the merged version to be kept');
+    await until(() => kept('chain.txt', a2.headers.etag as string), 'the merged version to be kept');
     await put(carol, 'chain.txt', lines({ 0: 'a1', 5: 'carol', 9: 'a2', 3: 'carol' }));
     // and from the merged version, which casket kept when it wrote it.
     const a3 = await merge(alice, 'chain.txt', a2.headers.etag as string, lines({ 0: 'a1', 5: 'carol', 9: 'a2', 6: 'a3' }));

@@ -34,7 +34,7 @@ const edit = (from: string, to: string, base = text) => base.replace(`${from}\n`
 async function sharedBase(key: string, body: string | Buffer = text): Promise<string> {
   const etag = (await raw(casket.url, casket.admin, { method: 'PUT', path: `/${bucket}/${key}`, body })).headers.etag as string;
   for (const who of [alice, bob]) expect((await raw(casket.url, who, { method: 'GET', path: `/${bucket}/${key}` })).status).toBe(200);
-  await until(async () => (await casket.casket.services.retainer!.get(etag.slice(1, -1))) !== undefined, `the base of ${key} to be kept`);
+  await until(async () => (await casket.casket.services.retainer!.get({ bucket, key, etag: etag.slice(1, -1) })) !== undefined, `the base of ${key} to be kept`);
   return etag;
 }
 

@@ -25,7 +25,7 @@ function casketWith(flags: Record<string, string>) {
   return {
     put: (who: 'admin' | 'alice', key: string, body: string, headers: Record<string, string> = {}) =>
       raw(c.casket.url, who === 'admin' ? c.casket.admin : c.casket.agents.alice!, { method: 'PUT', path: `/${bucket}/${key}`, headers, body }),
-    preImage: async (body: string) => (await c.casket.casket.services.preImages!.get(etagOf(body).slice(1, -1)))?.toString(),
+    preImage: async (key: string, body: string) => (await c.casket.casket.services.preImages!.get({ bucket, key, etag: etagOf(body).slice(1, -1) }))?.toString(),
     get casket() {
       return c.casket;
     },
@@ -41,7 +41,7 @@ describe('--guard enforce: a create-only write', () => {
     const r = await c.put('alice', 'exists', 'by alice', { 'if-none-match': '*' });
     expect([r.status, xmlField(r.body, 'Condition')], r.body).toEqual([412, 'If-None-Match']);
     expect(await c.content('exists')).toBe('there first');
-    expect(await c.preImage('there first')).toBeUndefined();
+    expect(await c.preImage('exists', 'there first')).toBeUndefined();
   });
 });
 
@@ -53,7 +53,7 @@ describe('--guard observe', () => {
     const r = await c.put('alice', 'watched', 'by alice, unconditionally');
     expect(r.status, r.body).toBe(200);
     expect(await c.content('watched')).toBe('by alice, unconditionally');
-    expect(await c.preImage('by a person')).toBe('by a person');
+    expect(await c.preImage('watched', 'by a person')).toBe('by a person');
   });
 
   // If-None-Match naming an ETag (RFC 9110 §13.1.2) is not create-only: when
@@ -67,6 +67,6 @@ describe('--guard observe', () => {
     const r = await c.put('alice', 'named', 'by alice, not over "other"', { 'if-none-match': etagOf('other') });
     expect(r.status, r.body).toBe(200);
     expect(await c.content('named')).toBe('by alice, not over "other"');
-    expect(await c.preImage('before the named write')).toBe('before the named write');
+    expect(await c.preImage('named', 'before the named write')).toBe('before the named write');
   });
 });

@@ -26,7 +26,7 @@ afterAll(async () => {
 });
 
 const put = (who: Cred, key: string, body: string, headers: Record<string, string> = {}) => raw(casket.url, who, { method: 'PUT', path: `/${bucket}/${key}`, headers, body });
-const preImage = async (body: string) => (await casket.casket.services.preImages!.get(etagOf(body).slice(1, -1)))?.toString();
+const preImage = async (key: string, body: string) => (await casket.casket.services.preImages!.get({ bucket, key, etag: etagOf(body).slice(1, -1) }))?.toString();
 
 /** alice reads `key` whole; casket records the read after the response. */
 async function read(key: string): Promise<string> {
@@ -39,17 +39,17 @@ describe('--keep-pre-images', () => {
   it("an agent's overwrite keeps the version it replaced; a person's keeps nothing", async () => {
     await put(casket.admin, 'doc', 'by a person');
     await put(casket.admin, 'doc', 'by a person, again');
-    expect(await preImage('by a person')).toBeUndefined();
+    expect(await preImage('doc', 'by a person')).toBeUndefined();
     const v = await read('doc');
     expect((await put(alice, 'doc', 'by alice', { 'if-match': v })).status).toBe(200);
-    expect(await preImage('by a person, again')).toBe('by a person, again');
+    expect(await preImage('doc', 'by a person, again')).toBe('by a person, again');
   });
 
   it("an agent's delete keeps the version it removed", async () => {
     await put(casket.admin, 'gone', 'deleted by alice');
     const v = await read('gone');
     expect((await raw(casket.url, alice, { method: 'DELETE', path: `/${bucket}/gone`, headers: { 'if-match': v } })).status).toBe(204);
-    expect(await preImage('deleted by alice')).toBe('deleted by alice');
+    expect(await preImage('gone', 'deleted by alice')).toBe('deleted by alice');
   });
 
   it("an agent's write the guard refuses before the commit keeps nothing", async () => {
@@ -61,6 +61,6 @@ describe('--keep-pre-images', () => {
     await read('stays');
     const r = await put(alice, 'stays', 'by alice');
     expect(r.status).toBe(428);
-    expect(await preImage('current, not replaced')).toBeUndefined();
+    expect(await preImage('stays', 'current, not replaced')).toBeUndefined();
   });
 });

@@ -39,7 +39,7 @@ describe('refusal counters, enforce mode', () => {
     const text = Array.from({ length: 10 }, (_, i) => `line ${i}`).join('\n') + '\n';
     const base = (await put(c.admin, 'm.md', text)).headers.etag as string;
     for (const who of [alice, bob]) await raw(c.url, who, { method: 'GET', path: '/counted/m.md' });
-    await until(async () => (await c.casket.services.retainer!.get(base.slice(1, -1))) !== undefined, 'the base to be kept');
+    await until(async () => (await c.casket.services.retainer!.get({ bucket: 'counted', key: 'm.md', etag: base.slice(1, -1) })) !== undefined, 'the base to be kept');
     expect((await put(alice, 'm.md', text.replace('line 3', 'three by alice'), { 'if-match': base })).status).toBe(200);
     await counted(c.url, 'merge-conflict true', async () => (await put(bob, 'm.md', text.replace('line 3', 'three by bob'), { 'if-match': base, 'x-casket-merge': 'text' })).status, 412);
   });

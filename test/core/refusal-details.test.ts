@@ -40,7 +40,7 @@ async function read(key: string, range?: string): Promise<string> {
   const r = await raw(casket.url, alice, { method: 'GET', path: `/${bucket}/${key}`, headers: range ? { range } : {} });
   const etag = (r.headers.etag as string).slice(1, -1);
   await until(async () => (await casket.casket.services.state.getStamp('alice', bucket, key))?.etag === etag, `alice's read of ${key} to be recorded`);
-  if (!range) await until(async () => (await casket.casket.services.retainer!.get(etag)) !== undefined, `the version of ${key} alice read to be kept`);
+  if (!range) await until(async () => (await casket.casket.services.retainer!.get({ bucket, key, etag })) !== undefined, `the version of ${key} alice read to be kept`);
   return r.headers.etag as string;
 }
 

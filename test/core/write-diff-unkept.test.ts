@@ -38,7 +38,7 @@ describe('the diff link and what casket kept', () => {
   it('a version small enough to keep: the 428 after a person changed it links the diff from it', async () => {
     await put(casket.admin, 'small.md', 'line 1\n');
     const v1 = await read('small.md');
-    await until(async () => (await casket.casket.services.retainer!.get(hex(v1))) !== undefined, 'the version alice read to be kept');
+    await until(async () => (await casket.casket.services.retainer!.get({ bucket, key: 'small.md', etag: hex(v1) })) !== undefined, 'the version alice read to be kept');
     const v2 = (await put(casket.admin, 'small.md', 'line 1 by a person\n')).headers.etag as string;
     const r = await put(alice, 'small.md', 'line 1 by alice\n');
     expect([r.status, r.headers['x-casket-diff']], r.body).toEqual([428, `/_casket/diff?bucket=${bucket}&from=${hex(v1)}&key=small.md&to=${hex(v2)}`]);

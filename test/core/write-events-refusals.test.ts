@@ -65,7 +65,7 @@ describe('a merged write', () => {
     const text = Array.from({ length: 20 }, (_, i) => `line ${i}`).join('\n') + '\n';
     const base = (await put(casket.admin, 'notes.md', text)).headers.etag as string;
     for (const who of [alice, bob]) expect((await raw(casket.url, who, { method: 'GET', path: `/${bucket}/notes.md` })).status).toBe(200);
-    await until(async () => (await casket.casket.services.retainer!.get(hex(base))) !== undefined, 'the base to be kept');
+    await until(async () => (await casket.casket.services.retainer!.get({ bucket, key: 'notes.md', etag: hex(base) })) !== undefined, 'the base to be kept');
     expect((await put(alice, 'notes.md', text.replace('line 2\n', 'line 2 by alice\n'), { 'if-match': base })).status).toBe(200);
     const b = await put(bob, 'notes.md', text.replace('line 17\n', 'line 17 by bob\n'), { 'if-match': base, 'x-casket-merge': 'text' });
     expect(b.status, b.body).toBe(200);

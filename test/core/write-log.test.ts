@@ -33,7 +33,7 @@ const newest = async (key: string) => (await casket.casket.services.state.listWr
 async function read(who: Cred, agent: string, key: string): Promise<string> {
   const r = await raw(casket.url, who, { method: 'GET', path: `/${bucket}/${key}` });
   const etag = (r.headers.etag as string).slice(1, -1);
-  await until(async () => (await casket.casket.services.state.getStamp(agent, bucket, key))?.etag === etag && (await casket.casket.services.retainer!.get(etag)) !== undefined, `${agent}'s read of ${key} to be recorded`);
+  await until(async () => (await casket.casket.services.state.getStamp(agent, bucket, key))?.etag === etag && (await casket.casket.services.retainer!.get({ bucket, key, etag })) !== undefined, `${agent}'s read of ${key} to be recorded`);
   return r.headers.etag as string;
 }
 

@@ -69,7 +69,7 @@ describe('x-casket-merge: text, where the current version is read from', () => {
 
   const text = Array.from({ length: 30 }, (_, i) => `line ${i}`).join('\n') + '\n';
   const edit = (from: string, to: string, base = text) => base.replace(`${from}\n`, `${to}\n`);
-  const kept = async (etag: string) => (await casket.casket.services.retainer!.get(etag.slice(1, -1))) !== undefined;
+  const kept = async (key: string, etag: string) => (await casket.casket.services.retainer!.get({ bucket, key, etag: etag.slice(1, -1) })) !== undefined;
   const put = (who: Cred, key: string, body: string, headers: Record<string, string> = {}) => raw(casket.url, who, { method: 'PUT', path: `/${bucket}/${key}`, headers, body });
   const merge = (who: Cred, key: string, ifMatch: string, body: string) => put(who, key, body, { 'if-match': ifMatch, 'x-casket-merge': 'text' });
   const get = async (key: string) => (await raw(casket.url, casket.admin, { method: 'GET', path: `/${bucket}/${key}` })).body;
@@ -78,7 +78,7 @@ describe('x-casket-merge: text, where the current version is read from', () => {
   async function base(key: string, body: string): Promise<string> {
     const etag = (await put(casket.admin, key, body)).headers.etag as string;
     expect((await raw(casket.url, bob, { method: 'GET', path: `/${bucket}/${key}` })).status).toBe(200);
-    await until(() => kept(etag), `the base of ${key} to be kept`);
+    await until(() => kept(key, etag), `the base of ${key} to be kept`);
     return etag;
   }
 
@@ -88,7 +88,7 @@ describe('x-casket-merge: text, where the current version is read from', () => {
     expect((await raw(casket.url, alice, { method: 'GET', path: `/${bucket}/kept.md` })).status).toBe(200);
     const a = await merge(alice, 'kept.md', v1, edit('line 4', 'four by alice', own));
     expect(a.status, a.body).toBe(200);
-    await until(() => kept(a.headers.etag as string), "alice's version to be kept");
+    await until(() => kept('kept.md', a.headers.etag as string), "alice's version to be kept");
     // A store that cannot serve the read now: the merge needs only what casket holds.
     const read = vi.spyOn(casket.casket.services.backend, 'getObject').mockRejectedValue(new Error('store unreadable'));
     try {

@@ -12,10 +12,12 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileRetention } from '../../src/retention/files.js';
 import { Retainer } from '../../src/retention/retainer.js';
-import { sha256Hex } from '../../src/retention/types.js';
+import { sha256Hex, type VersionOf } from '../../src/retention/types.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+const v = (content: Buffer): VersionOf => ({ bucket: 'notes', key: 'doc.txt', etag: sha256Hex(content) });
 
 function retainer(): Retainer {
   const dir = mkdtempSync(join(tmpdir(), 'casket-retainer-'));
@@ -27,20 +29,19 @@ describe('Retainer: a read right after a keep', () => {
   it('get and touch of a version being kept see it once kept, not "not kept"', async () => {
     const r = retainer();
     const base = Buffer.from('line 1\nline 2\n');
-    const etag = sha256Hex(base);
-    r.keep(etag, base);
-    expect(await r.get(etag)).toEqual(base);
+    r.keep(v(base), base);
+    expect(await r.get(v(base))).toEqual(base);
     const other = Buffer.from('another version\n');
-    r.keep(sha256Hex(other), other);
-    expect(await r.touch(sha256Hex(other))).toBe(true);
+    r.keep(v(other), other);
+    expect(await r.touch(v(other))).toBe(true);
   });
 
   it('a version never kept, or too large to keep, is still "not kept" at once', async () => {
     const r = retainer();
     const big = Buffer.alloc((1 << 20) + 1, 1);
-    r.keep(sha256Hex(big), big);
-    expect(await r.get(sha256Hex(big))).toBeUndefined();
-    expect(await r.get(sha256Hex(Buffer.from('never')))).toBeUndefined();
-    expect(await r.touch(sha256Hex(Buffer.from('never')))).toBe(false);
+    r.keep(v(big), big);
+    expect(await r.get(v(big))).toBeUndefined();
+    expect(await r.get(v(Buffer.from('never')))).toBeUndefined();
+    expect(await r.touch(v(Buffer.from('never')))).toBe(false);
   });
 });

@@ -24,6 +24,7 @@ describe('requiredAccess', () => {
     ['GetObject', req('GetObject', 'GET', 'b', 'k/x'), [['s3:GetObject', object]]],
     ['HeadObject reads', req('HeadObject', 'HEAD', 'b', 'k/x'), [['s3:GetObject', object]]],
     ['PutObject', req('PutObject', 'PUT', 'b', 'k/x'), [['s3:PutObject', object]]],
+    ['PutObject with x-casket-merge also reads the key it merges with', req('PutObject', 'PUT', 'b', 'k/x', '', { 'x-casket-merge': 'text' }), [['s3:PutObject', object], ['s3:GetObject', object]]],
     ['DeleteObject', req('DeleteObject', 'DELETE', 'b', 'k/x'), [['s3:DeleteObject', object]]],
     ['CopyObject writes the destination, reads the source', req('CopyObject', 'PUT', 'b', 'k/x', '', { 'x-amz-copy-source': '/src/a%20b' }), [['s3:PutObject', object], ['s3:GetObject', 'arn:aws:s3:::src/a b']]],
     ['UploadPartCopy too', req('UploadPartCopy', 'PUT', 'b', 'k/x', 'uploadId=u&partNumber=1', { 'x-amz-copy-source': 'src/a' }), [['s3:PutObject', object], ['s3:GetObject', 'arn:aws:s3:::src/a']]],

@@ -87,7 +87,7 @@ export const register: RegisterTool = (server, env) => {
           // The named version is no longer current. A merge can still start
           // from it when casket kept it (docs/design.md §6); a refusal says whether
           // the edit would have made the current content.
-          const kept = await env.door.retained(unquote(base));
+          const kept = await env.door.retained(env.caller, p.bucket, p.key, unquote(base));
           if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base);
           original = kept;
         }

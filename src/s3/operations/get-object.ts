@@ -124,7 +124,7 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer })
     response.onFinish = async (complete) => {
       try {
         await Promise.all([
-          complete && kept ? retainer?.kept(info.etag, kept()) : undefined,
+          complete && kept ? retainer?.kept({ bucket, key, etag: info.etag }, kept()) : undefined,
           guard.recordRead(agent, info, start, end, complete).catch((err: unknown) => log.error({ err, requestId: ctx.requestId, agent, bucket, key }, 'read stamp not recorded')),
         ]);
       } finally {

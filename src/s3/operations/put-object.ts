@@ -75,7 +75,7 @@ export const PutObject: Handler = async (ctx, services) => {
         return { stream: copy.stream, digest: () => payload.digest() };
       },
     });
-    if (kept) retainer?.keep(info.etag, kept());
+    if (kept) retainer?.keep({ bucket: info.bucket, key: info.key, etag: info.etag }, kept());
     return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info) });
   };
   // A merge needs the base retained: with retention off, or a body larger than
