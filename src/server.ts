@@ -24,7 +24,7 @@ import { Readable } from 'node:stream';
 import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
 import { agentStamps, revokeSession, signedByAdmin, writeLog, type AdminResponse } from './admin.js';
-import { isS3Error } from './vocabulary/errors.js';
+import { isS3Error, S3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
 import type { Backend } from './backends/types.js';
@@ -34,8 +34,9 @@ import { createLogger, type Logger } from './log.js';
 import { readiness } from './readiness.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './s3/context.js';
-import { handleS3, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
-import type { S3Response } from './s3/respond.js';
+import { handleS3, newRequestId, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
+import { errorResponse, OBJECT_BODY_HEADERS, type S3Response } from './s3/respond.js';
+import { endTimedOut, watchBody } from './body-timeout.js';
 import { MemoryStateStore } from './state/memory.js';
 import { SqliteStateStore } from './state/sqlite.js';
 import type { StateStore } from './state/types.js';
@@ -305,6 +306,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
     const routine = operation === 'casket:health' || operation === 'casket:ready' || operation === 'casket:metrics';
     log[routine ? 'debug' : 'info']({ operation, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
   });
+  // Diffs, merges and changes carry object text: served as S3 serves object
+  // bodies (s3/respond.ts), unless a page of casket's own set its policy (the console).
+  app.use('/_casket/*', async (c, next) => {
+    await next();
+    for (const [name, value] of Object.entries(OBJECT_BODY_HEADERS)) if (!c.res.headers.has(name)) c.res.headers.set(name, value);
+  });
   // Liveness: the process answers. Readiness (readiness.ts): it can serve writes.
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
   app.get('/_casket/ready', async (c) => {
@@ -395,12 +402,30 @@ export async function startCasket(config: Config, credentials: Credential[], log
         continued = true;
       },
     };
-    const outcome = await handleS3(raw, services, options);
+    const requestId = newRequestId();
+    watchBody(incoming, outgoing, {
+      idleMs: config.bodyTimeoutMs,
+      waiting: () => headers.expect?.toLowerCase() === '100-continue' && !continued,
+      onTimeout: () => {
+        log.warn({ requestId, method: signed.method, path: signed.rawPath, received: incoming.socket.bytesRead }, 'request body timed out');
+        const res = errorResponse(new S3Error('RequestTimeout'), requestId, signed.rawPath, signed.method);
+        endTimedOut(incoming, outgoing, { status: res.status, headers: { ...res.headers, ...OBJECT_BODY_HEADERS, 'x-amz-request-id': requestId }, body: String(res.body ?? '') });
+      },
+    });
+    const outcome = await handleS3(raw, services, options, requestId);
     writeToNode(outcome.response, incoming, outgoing, headers, (bytesOut, complete) => record(outcome, started, complete, bytesOut, Number(headers['content-length'] ?? 0)));
   };
   const serveCasket = getRequestListener(app.fetch, { overrideGlobalObjects: false });
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
     if (incoming.url?.startsWith('/_casket/')) {
+      watchBody(incoming, outgoing, {
+        idleMs: config.bodyTimeoutMs,
+        onTimeout: () => {
+          log.warn({ method: incoming.method, path: incoming.url?.split('?')[0], received: incoming.socket.bytesRead }, 'request body timed out');
+          // Not an S3 answer: RFC 9110 §15.5.9 408 Request Timeout, in the JSON casket's endpoints speak.
+          endTimedOut(incoming, outgoing, { status: 408, headers: { 'content-type': 'application/json', ...OBJECT_BODY_HEADERS }, body: JSON.stringify({ error: 'RequestTimeout', message: 'The request body stopped arriving: no bytes for longer than the body timeout.' }) });
+        },
+      });
       void serveCasket(incoming, outgoing);
       return;
     }
@@ -416,6 +441,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
   // Idle keep-alive connections stay open longer than clients' pools keep
   // them, so a client never reuses a socket the server is closing that very
   // moment ("socket hang up"); Node's 5 s default is shorter than most SDKs'.
+  // requestTimeout bounds a whole request: off, or a slow large upload is cut;
+  // a body that stops arriving is ended by watchBody (body-timeout.ts) instead.
   const serverOptions = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 };
   const server: Server = tls ? createHttpsServer({ ...serverOptions, ...tls }, listener) : createHttpServer(serverOptions, listener);
   // A client that stops sending mid-upload loses its socket after this long
