@@ -17,12 +17,15 @@
  * framing (https://www.w3.org/TR/CSP3/). A POST must come from casket's own
  * page (SameSite=Strict cookie, and its Origin header names this host). The
  * secret key travels only in the login POST's body, which no log line reads.
+ * Repeated wrong secrets are braked per key and client address
+ * (login-brake.ts): 429 with Retry-After.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { Hono, type Context } from 'hono';
 import type { CredentialLookup, Credential } from '../auth/credentials.js';
 import type { Logger } from '../log.js';
 import { activity, agent, agents, diff, object, setup, type ConsoleDeps } from './api.js';
+import { LoginBrake } from './login-brake.js';
 import { checkLogin, clearedCookie, mintSession, sameOrigin, sessionCookie, sessionFromCookies, verifySession } from './session.js';
 
 export const CONSOLE_PATH = '/_casket/console';
@@ -60,6 +63,7 @@ const MESSAGES = {
   invalid: 'That access key and secret key do not match a casket credential.',
   'not-admin': 'That credential is not an admin key: the console is for admin keys only.',
   origin: 'The login was not sent from this page. Reload it and try again.',
+  braked: 'Too many failed logins: wait a moment and try again.',
 } as const;
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
@@ -80,13 +84,14 @@ export function sessionCredential(lookup: CredentialLookup, cookieHeader: string
   return verifySession(lookup, sessionFromCookies(cookieHeader));
 }
 
-type Env = { Variables: { credential: Credential } };
+type Env = { Variables: { credential: Credential }; Bindings: { incoming?: { socket?: { remoteAddress?: string } } } };
 
 /** The console's routes, as a Hono app the server mounts (app.route('/', ...)). */
 export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env> {
   const app = new Hono<Env>();
   const assets = loadAssets();
-  const page = (c: Context<Env>, name: string, status: 200 | 401 | 403 = 200, message?: string) => {
+  const brake = new LoginBrake();
+  const page = (c: Context<Env>, name: string, status: 200 | 401 | 403 | 429 = 200, message?: string) => {
     const asset = assets.get(name)!;
     const body = message === undefined ? asset.body : asset.body.replace('<!--message-->', escapeHtml(message));
     return c.body(body, status, { 'content-type': asset.type, 'cache-control': 'no-store' });
@@ -111,13 +116,25 @@ export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env
     const length = Number(c.req.header('content-length') ?? 'NaN');
     if (!(length <= 8192)) return page(c, 'login.html', 401, MESSAGES.invalid);
     const form = new URLSearchParams(await c.req.text());
-    const result = checkLogin(options.lookup(), form.get('accessKeyId') ?? '', form.get('secretAccessKey') ?? '');
+    const accessKeyId = form.get('accessKeyId') ?? '';
+    // The socket's peer, not X-Forwarded-For: a header any client can write would let it pick its own counter.
+    const address = c.env?.incoming?.socket?.remoteAddress ?? 'unknown';
+    const wait = brake.wait(accessKeyId, address);
+    if (wait > 0) {
+      options.log.warn({ accessKey: accessKeyId, address, retryAfterMs: wait }, 'console login braked');
+      c.header('retry-after', String(Math.ceil(wait / 1000)));
+      return page(c, 'login.html', 429, MESSAGES.braked);
+    }
+    const result = checkLogin(options.lookup(), accessKeyId, form.get('secretAccessKey') ?? '');
     if (!result.ok) {
+      // A right secret of a key that is not admin is no guess: only wrong secrets are braked.
+      if (result.reason === 'invalid') brake.failed(accessKeyId, address);
       // The access key id is not a secret; the secret key is never logged.
-      options.log.info({ accessKey: form.get('accessKeyId') ?? '', reason: result.reason }, 'console login refused');
+      options.log.info({ accessKey: accessKeyId, address, reason: result.reason }, 'console login refused');
       return page(c, 'login.html', result.reason === 'not-admin' ? 403 : 401, MESSAGES[result.reason]);
     }
-    options.log.info({ accessKey: result.credential.accessKeyId }, 'console login');
+    brake.succeeded(accessKeyId, address);
+    options.log.info({ accessKey: result.credential.accessKeyId, address }, 'console login');
     c.header('set-cookie', sessionCookie(mintSession(result.credential), options.secure));
     c.header('cache-control', 'no-store');
     return c.redirect(`${CONSOLE_PATH}/`, 303);
