@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
-import { agentStamps, revokeSession, signedByAdmin, writeLog, type AdminResponse } from './admin.js';
+import { adminSigner, agentStamps, revokeSession, writeLog, type AdminResponse } from './admin.js';
 import { isS3Error, S3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
@@ -58,7 +58,7 @@ import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
-import { consoleApp, sessionCredential } from './console/routes.js';
+import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
 
 export interface Casket {
@@ -362,7 +362,15 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
   // The event stream (docs/design.md §9): admin credentials only, SigV4-signed
   // by programs, or the console's session cookie (a browser's EventSource cannot sign).
-  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup) || sessionCredential(options.lookup, request.headers.get('cookie') ?? undefined) !== undefined;
+  // A stream holds while its credential does (events/stream.ts): the same key
+  // and secret still admin, or the session not expired nor logged out anywhere.
+  const authorizeEvents: Authorize = async (request) => {
+    const signer = adminSigner(request, options.lookup);
+    if (signer) return async () => options.lookup(signer.accessKeyId)?.admin === true && options.lookup(signer.accessKeyId)?.secretAccessKey === signer.secretAccessKey;
+    const cookie = request.headers.get('cookie') ?? undefined;
+    if (!(await liveSession(options.lookup, state, cookie))) return false;
+    return async () => (await liveSession(options.lookup, state, cookie)) !== undefined;
+  };
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
@@ -378,7 +386,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       firstEventId: ['0', '0-0'].find((id) => eventLog.validId(id)),
       setup: { backend: config.upstream ? 'upstream' : 'embedded', ...(config.upstream && { upstream: config.upstream.url }), state: config.state, guard: config.guard, agentHeader: config.agentHeader, retainBytes: config.retainBytes },
     },
-    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log },
+    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log, onLogout: () => void eventStream.recheckAll() },
   ));
   /**
    * An S3 request, from the socket to handleS3 and back, without Hono and
@@ -473,6 +481,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
       credentialsInForce = credentials;
+      // Streams opened with a key that is gone or no longer admin end now, not at their next check.
+      void eventStream.recheckAll();
     },
     reloadNotifications,
     close: async (drainMs = 0) => {
