@@ -95,4 +95,15 @@ describe.skipIf(!haveChromium())('stored pages and the console', () => {
     expect(response?.headers()['x-content-type-options']).toBe('nosniff');
     await context.close();
   });
+
+  it('casket\'s endpoints that carry object text answer with the same headers, and the console keeps its own policy', async () => {
+    for (const path of ['/_casket/diff?bucket=pub&key=x.html&from=current&to=current', '/_casket/merge?bucket=pub&key=x.html', '/_casket/agents/a/changes']) {
+      const res = await fetch(`${c.url}${path}`);
+      await res.arrayBuffer();
+      expect([path, res.headers.get('content-security-policy'), res.headers.get('x-content-type-options')]).toEqual([path, 'sandbox', 'nosniff']);
+    }
+    const login = await fetch(`${c.url}/_casket/console/login`);
+    await login.arrayBuffer();
+    expect(login.headers.get('content-security-policy')).toContain("script-src 'self'");
+  });
 });
