@@ -11,7 +11,7 @@
  * quoted as S3 shows them everywhere else, so one can go straight into an
  * If-Match.
  */
-import type { CredentialLookup } from './auth/credentials.js';
+import type { Credential, CredentialLookup } from './auth/credentials.js';
 import { signedRequestFromNode, verifySigV4, type SignedRequest } from './auth/sigv4.js';
 import { isS3Error, S3Error } from './vocabulary/errors.js';
 import { formatETag } from './vocabulary/etag.js';
@@ -35,16 +35,16 @@ function authorize(req: SignedRequest, lookup: CredentialLookup): void {
  * stream's check, events/stream.ts). The request as it arrived: path and
  * query as sent, headers as received.
  */
-export function signedByAdmin(request: Request, lookup: CredentialLookup): boolean {
+export function adminSigner(request: Request, lookup: CredentialLookup): Credential | undefined {
   const url = new URL(request.url);
   const raw: string[] = [];
   request.headers.forEach((value, name) => raw.push(name, value));
   try {
     const auth = verifySigV4(signedRequestFromNode(request.method, url.pathname + url.search, raw), lookup);
-    return auth?.credential.admin === true;
+    return auth?.credential.admin === true ? auth.credential : undefined;
   } catch (e) {
     // A signature that does not verify (SignatureDoesNotMatch, a malformed header): not an admin, 403.
-    if (isS3Error(e)) return false;
+    if (isS3Error(e)) return undefined;
     throw e;
   }
 }

@@ -73,6 +73,8 @@ export interface Config {
   preImageMaxSize: number;
   preImageBytes: number;
   preImageTtlSeconds: number;
+  /** Longest wait between two arrivals of a request body's bytes before casket gives up on it (nginx's client_body_timeout). */
+  bodyTimeoutMs: number;
 }
 
 interface Option {
@@ -91,7 +93,7 @@ type RawConfig = Record<
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout'
-  | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl',
+  | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl' | 'bodyTimeoutMs',
   string | undefined
 >;
 
@@ -139,6 +141,7 @@ export const OPTIONS: Option[] = [
   { flag: '--pre-image-max-size', env: 'CASKET_PRE_IMAGE_MAX_SIZE', key: 'preImageMaxSize', help: 'largest object whose pre-image is kept, bytes (default 1048576)' },
   { flag: '--pre-image-bytes', env: 'CASKET_PRE_IMAGE_BYTES', key: 'preImageBytes', help: 'bytes of pre-images kept in all, oldest evicted first (default 1073741824)' },
   { flag: '--pre-image-ttl', env: 'CASKET_PRE_IMAGE_TTL', key: 'preImageTtl', help: 'seconds a pre-image is kept (default 604800)' },
+  { flag: '--body-timeout-ms', env: 'CASKET_BODY_TIMEOUT_MS', key: 'bodyTimeoutMs', help: 'longest wait for the next bytes of a request body, ms, before answering RequestTimeout (default 60000)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -318,6 +321,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     preImageMaxSize: integer('--pre-image-max-size', raw.preImageMaxSize, 1024 * 1024, 1),
     preImageBytes: integer('--pre-image-bytes', raw.preImageBytes, 1024 * 1024 * 1024, 1),
     preImageTtlSeconds: integer('--pre-image-ttl', raw.preImageTtl, 7 * 24 * 3600, 1),
+    bodyTimeoutMs: integer('--body-timeout-ms', raw.bodyTimeoutMs, 60_000, 1),
   };
 }
 

@@ -23,8 +23,8 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
-import { agentStamps, revokeSession, signedByAdmin, writeLog, type AdminResponse } from './admin.js';
-import { isS3Error } from './vocabulary/errors.js';
+import { adminSigner, agentStamps, revokeSession, writeLog, type AdminResponse } from './admin.js';
+import { isS3Error, S3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
 import type { Backend } from './backends/types.js';
@@ -34,8 +34,9 @@ import { createLogger, type Logger } from './log.js';
 import { readiness } from './readiness.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './s3/context.js';
-import { handleS3, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
-import type { S3Response } from './s3/respond.js';
+import { handleS3, newRequestId, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
+import { errorResponse, OBJECT_BODY_HEADERS, type S3Response } from './s3/respond.js';
+import { endTimedOut, watchBody } from './body-timeout.js';
 import { MemoryStateStore } from './state/memory.js';
 import { SqliteStateStore } from './state/sqlite.js';
 import type { StateStore } from './state/types.js';
@@ -57,7 +58,7 @@ import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
-import { consoleApp, sessionCredential } from './console/routes.js';
+import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
 
 export interface Casket {
@@ -305,6 +306,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
     const routine = operation === 'casket:health' || operation === 'casket:ready' || operation === 'casket:metrics';
     log[routine ? 'debug' : 'info']({ operation, path: c.req.path, status: c.res.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
   });
+  // Diffs, merges and changes carry object text: served as S3 serves object
+  // bodies (s3/respond.ts), unless a page of casket's own set its policy (the console).
+  app.use('/_casket/*', async (c, next) => {
+    await next();
+    for (const [name, value] of Object.entries(OBJECT_BODY_HEADERS)) if (!c.res.headers.has(name)) c.res.headers.set(name, value);
+  });
   // Liveness: the process answers. Readiness (readiness.ts): it can serve writes.
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
   app.get('/_casket/ready', async (c) => {
@@ -355,7 +362,15 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
   // The event stream (docs/design.md §9): admin credentials only, SigV4-signed
   // by programs, or the console's session cookie (a browser's EventSource cannot sign).
-  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup) || sessionCredential(options.lookup, request.headers.get('cookie') ?? undefined) !== undefined;
+  // A stream holds while its credential does (events/stream.ts): the same key
+  // and secret still admin, or the session not expired nor logged out anywhere.
+  const authorizeEvents: Authorize = async (request) => {
+    const signer = adminSigner(request, options.lookup);
+    if (signer) return async () => options.lookup(signer.accessKeyId)?.admin === true && options.lookup(signer.accessKeyId)?.secretAccessKey === signer.secretAccessKey;
+    const cookie = request.headers.get('cookie') ?? undefined;
+    if (!(await liveSession(options.lookup, state, cookie))) return false;
+    return async () => (await liveSession(options.lookup, state, cookie)) !== undefined;
+  };
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
@@ -371,7 +386,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       firstEventId: ['0', '0-0'].find((id) => eventLog.validId(id)),
       setup: { backend: config.upstream ? 'upstream' : 'embedded', ...(config.upstream && { upstream: config.upstream.url }), state: config.state, guard: config.guard, agentHeader: config.agentHeader, retainBytes: config.retainBytes },
     },
-    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log },
+    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log, onLogout: () => void eventStream.recheckAll() },
   ));
   /**
    * An S3 request, from the socket to handleS3 and back, without Hono and
@@ -395,12 +410,30 @@ export async function startCasket(config: Config, credentials: Credential[], log
         continued = true;
       },
     };
-    const outcome = await handleS3(raw, services, options);
+    const requestId = newRequestId();
+    watchBody(incoming, outgoing, {
+      idleMs: config.bodyTimeoutMs,
+      waiting: () => headers.expect?.toLowerCase() === '100-continue' && !continued,
+      onTimeout: () => {
+        log.warn({ requestId, method: signed.method, path: signed.rawPath, received: incoming.socket.bytesRead }, 'request body timed out');
+        const res = errorResponse(new S3Error('RequestTimeout'), requestId, signed.rawPath, signed.method);
+        endTimedOut(incoming, outgoing, { status: res.status, headers: { ...res.headers, ...OBJECT_BODY_HEADERS, 'x-amz-request-id': requestId }, body: String(res.body ?? '') });
+      },
+    });
+    const outcome = await handleS3(raw, services, options, requestId);
     writeToNode(outcome.response, incoming, outgoing, headers, (bytesOut, complete) => record(outcome, started, complete, bytesOut, Number(headers['content-length'] ?? 0)));
   };
   const serveCasket = getRequestListener(app.fetch, { overrideGlobalObjects: false });
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
     if (incoming.url?.startsWith('/_casket/')) {
+      watchBody(incoming, outgoing, {
+        idleMs: config.bodyTimeoutMs,
+        onTimeout: () => {
+          log.warn({ method: incoming.method, path: incoming.url?.split('?')[0], received: incoming.socket.bytesRead }, 'request body timed out');
+          // Not an S3 answer: RFC 9110 §15.5.9 408 Request Timeout, in the JSON casket's endpoints speak.
+          endTimedOut(incoming, outgoing, { status: 408, headers: { 'content-type': 'application/json', ...OBJECT_BODY_HEADERS }, body: JSON.stringify({ error: 'RequestTimeout', message: 'The request body stopped arriving: no bytes for longer than the body timeout.' }) });
+        },
+      });
       void serveCasket(incoming, outgoing);
       return;
     }
@@ -416,6 +449,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
   // Idle keep-alive connections stay open longer than clients' pools keep
   // them, so a client never reuses a socket the server is closing that very
   // moment ("socket hang up"); Node's 5 s default is shorter than most SDKs'.
+  // requestTimeout bounds a whole request: off, or a slow large upload is cut;
+  // a body that stops arriving is ended by watchBody (body-timeout.ts) instead.
   const serverOptions = { requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: 65_000 };
   const server: Server = tls ? createHttpsServer({ ...serverOptions, ...tls }, listener) : createHttpServer(serverOptions, listener);
   // A client that stops sending mid-upload loses its socket after this long
@@ -446,6 +481,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
       credentialsInForce = credentials;
+      // Streams opened with a key that is gone or no longer admin end now, not at their next check.
+      void eventStream.recheckAll();
     },
     reloadNotifications,
     close: async (drainMs = 0) => {

@@ -17,13 +17,17 @@
  * framing (https://www.w3.org/TR/CSP3/). A POST must come from casket's own
  * page (SameSite=Strict cookie, and its Origin header names this host). The
  * secret key travels only in the login POST's body, which no log line reads.
+ * Repeated wrong secrets are braked per key and client address
+ * (login-brake.ts): 429 with Retry-After.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { Hono, type Context } from 'hono';
 import type { CredentialLookup, Credential } from '../auth/credentials.js';
 import type { Logger } from '../log.js';
 import { activity, agent, agents, diff, object, setup, type ConsoleDeps } from './api.js';
-import { checkLogin, clearedCookie, mintSession, sameOrigin, sessionCookie, sessionFromCookies, verifySession } from './session.js';
+import { LoginBrake } from './login-brake.js';
+import type { StateStore } from '../state/types.js';
+import { checkLogin, clearedCookie, mintSession, sameOrigin, sessionCookie, sessionFromCookies, verifiedSession, type VerifiedSession } from './session.js';
 
 export const CONSOLE_PATH = '/_casket/console';
 
@@ -60,6 +64,7 @@ const MESSAGES = {
   invalid: 'That access key and secret key do not match a casket credential.',
   'not-admin': 'That credential is not an admin key: the console is for admin keys only.',
   origin: 'The login was not sent from this page. Reload it and try again.',
+  braked: 'Too many failed logins: wait a moment and try again.',
 } as const;
 
 const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
@@ -70,28 +75,37 @@ export interface ConsoleOptions {
   /** Served over TLS: the cookie is Secure. */
   secure: boolean;
   log: Logger;
+  /** A session was logged out: streams opened with it end now (here; other replicas at their next check). */
+  onLogout?: () => void;
 }
 
 /**
- * The admin credential a request's session cookie stands for: what other
- * endpoints a browser reaches (the event stream) accept besides SigV4.
+ * The session a request's cookie stands for, if it holds: signed, unexpired,
+ * its key still admin, and not logged out on any replica (the shared state
+ * store). What other endpoints a browser reaches (the event stream) accept
+ * besides SigV4. A store that cannot answer refuses the session: a logout
+ * must not be undone by an outage.
  */
-export function sessionCredential(lookup: CredentialLookup, cookieHeader: string | undefined): Credential | undefined {
-  return verifySession(lookup, sessionFromCookies(cookieHeader));
+export async function liveSession(lookup: CredentialLookup, state: Pick<StateStore, 'consoleSessionRevoked'>, cookieHeader: string | undefined): Promise<VerifiedSession | undefined> {
+  const session = verifiedSession(lookup, sessionFromCookies(cookieHeader));
+  if (!session) return undefined;
+  const revoked = await state.consoleSessionRevoked(session.id).catch(() => true);
+  return revoked ? undefined : session;
 }
 
-type Env = { Variables: { credential: Credential } };
+type Env = { Variables: { credential: Credential }; Bindings: { incoming?: { socket?: { remoteAddress?: string } } } };
 
 /** The console's routes, as a Hono app the server mounts (app.route('/', ...)). */
 export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env> {
   const app = new Hono<Env>();
   const assets = loadAssets();
-  const page = (c: Context<Env>, name: string, status: 200 | 401 | 403 = 200, message?: string) => {
+  const brake = new LoginBrake();
+  const page = (c: Context<Env>, name: string, status: 200 | 401 | 403 | 429 = 200, message?: string) => {
     const asset = assets.get(name)!;
     const body = message === undefined ? asset.body : asset.body.replace('<!--message-->', escapeHtml(message));
     return c.body(body, status, { 'content-type': asset.type, 'cache-control': 'no-store' });
   };
-  const session = (c: Context<Env>) => sessionCredential(options.lookup(), c.req.header('cookie'));
+  const session = async (c: Context<Env>) => (await liveSession(options.lookup(), deps.services.state, c.req.header('cookie')))?.credential;
 
   app.use(`${CONSOLE_PATH}/*`, async (c, next) => {
     await next();
@@ -102,29 +116,53 @@ export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) c.res.headers.set(name, value);
   });
 
-  const home = (c: Context<Env>) => (session(c) ? page(c, 'console.html') : c.redirect(`${CONSOLE_PATH}/login`, 303));
+  const home = async (c: Context<Env>) => ((await session(c)) ? page(c, 'console.html') : c.redirect(`${CONSOLE_PATH}/login`, 303));
   app.get(CONSOLE_PATH, home);
   app.get(`${CONSOLE_PATH}/`, home);
-  app.get(`${CONSOLE_PATH}/login`, (c) => (session(c) ? c.redirect(`${CONSOLE_PATH}/`, 303) : page(c, 'login.html')));
+  app.get(`${CONSOLE_PATH}/login`, async (c) => ((await session(c)) ? c.redirect(`${CONSOLE_PATH}/`, 303) : page(c, 'login.html')));
   app.post(`${CONSOLE_PATH}/login`, async (c) => {
     if (!sameOrigin(c.req.header('origin'), c.req.header('host'))) return page(c, 'login.html', 403, MESSAGES.origin);
     const length = Number(c.req.header('content-length') ?? 'NaN');
     if (!(length <= 8192)) return page(c, 'login.html', 401, MESSAGES.invalid);
     const form = new URLSearchParams(await c.req.text());
-    const result = checkLogin(options.lookup(), form.get('accessKeyId') ?? '', form.get('secretAccessKey') ?? '');
+    const accessKeyId = form.get('accessKeyId') ?? '';
+    // The socket's peer, not X-Forwarded-For: a header any client can write would let it pick its own counter.
+    const address = c.env?.incoming?.socket?.remoteAddress ?? 'unknown';
+    const wait = brake.wait(accessKeyId, address);
+    if (wait > 0) {
+      options.log.warn({ accessKey: accessKeyId, address, retryAfterMs: wait }, 'console login braked');
+      c.header('retry-after', String(Math.ceil(wait / 1000)));
+      return page(c, 'login.html', 429, MESSAGES.braked);
+    }
+    const result = checkLogin(options.lookup(), accessKeyId, form.get('secretAccessKey') ?? '');
     if (!result.ok) {
+      // A right secret of a key that is not admin is no guess: only wrong secrets are braked.
+      if (result.reason === 'invalid') brake.failed(accessKeyId, address);
       // The access key id is not a secret; the secret key is never logged.
-      options.log.info({ accessKey: form.get('accessKeyId') ?? '', reason: result.reason }, 'console login refused');
+      options.log.info({ accessKey: accessKeyId, address, reason: result.reason }, 'console login refused');
       return page(c, 'login.html', result.reason === 'not-admin' ? 403 : 401, MESSAGES[result.reason]);
     }
-    options.log.info({ accessKey: result.credential.accessKeyId }, 'console login');
+    brake.succeeded(accessKeyId, address);
+    options.log.info({ accessKey: result.credential.accessKeyId, address }, 'console login');
     c.header('set-cookie', sessionCookie(mintSession(result.credential), options.secure));
     c.header('cache-control', 'no-store');
     return c.redirect(`${CONSOLE_PATH}/`, 303);
   });
-  app.post(`${CONSOLE_PATH}/logout`, (c) => {
+  app.post(`${CONSOLE_PATH}/logout`, async (c) => {
     if (!sameOrigin(c.req.header('origin'), c.req.header('host'))) return c.json({ error: 'AccessDenied', message: 'Log out from the console page.' }, 403);
     c.header('set-cookie', clearedCookie(options.secure));
+    const ending = verifiedSession(options.lookup(), sessionFromCookies(c.req.header('cookie')));
+    if (ending) {
+      try {
+        // Recorded where every replica looks, until the session would have expired anyway.
+        await deps.services.state.revokeConsoleSession(ending.id, ending.expiresAt);
+      } catch (e) {
+        options.log.error({ err: e, accessKey: ending.credential.accessKeyId }, 'console logout not recorded');
+        return c.json({ error: 'ServiceUnavailable', message: 'The logout could not be recorded in the state store; the session may still hold elsewhere. Try again.' }, 503);
+      }
+      options.log.info({ accessKey: ending.credential.accessKeyId }, 'console logout');
+      options.onLogout?.();
+    }
     return c.redirect(`${CONSOLE_PATH}/login`, 303);
   });
   app.get(`${CONSOLE_PATH}/assets/:name`, (c) => {
@@ -135,7 +173,7 @@ export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env
 
   // The views' JSON: a session or nothing (401, which the page turns into the login form).
   app.use(`${CONSOLE_PATH}/api/*`, async (c, next) => {
-    const credential = session(c);
+    const credential = await session(c);
     if (!credential) return c.json({ error: 'AccessDenied', message: 'Log in with an admin access key.' }, 401);
     c.set('credential', credential);
     c.header('cache-control', 'no-store');

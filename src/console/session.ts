@@ -15,8 +15,11 @@
  * Path=/_casket (S3 requests never carry it), Secure under TLS, and Max-Age
  * as long as the token lives.
  *
- * Known gap: logout clears the browser's cookie; a copy taken before stays
- * valid until it expires (SESSION_SECONDS), as the MCP tokens do.
+ * Logout revokes the session for every replica: its id (the token's nonce)
+ * goes into the shared state store until the session's own expiry
+ * (StateStore.revokeConsoleSession), and every request with a session asks
+ * the store (routes.ts liveSession), so a copy of the cookie taken before
+ * logout is refused everywhere.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Credential, CredentialLookup } from '../auth/credentials.js';
@@ -61,22 +64,35 @@ export function mintSession(credential: Credential, now = Date.now()): string {
 
 /** The admin credential a session token stands for, or undefined: forged, expired, key gone or no longer admin. */
 export function verifySession(lookup: CredentialLookup, token: string | undefined, now = Date.now()): Credential | undefined {
+  return verifiedSession(lookup, token, now)?.credential;
+}
+
+export interface VerifiedSession {
+  credential: Credential;
+  /** What a logout revokes: the token's nonce, unique per login. */
+  id: string;
+  /** Epoch ms. */
+  expiresAt: number;
+}
+
+/** verifySession, with the session's id and expiry (what logout records). */
+export function verifiedSession(lookup: CredentialLookup, token: string | undefined, now = Date.now()): VerifiedSession | undefined {
   if (!token) return undefined;
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== PREFIX) return undefined;
-  let claims: { k?: unknown; e?: unknown };
+  let claims: { k?: unknown; e?: unknown; n?: unknown };
   try {
-    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { k?: unknown; e?: unknown };
+    claims = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { k?: unknown; e?: unknown; n?: unknown };
   } catch {
     return undefined;
   }
-  if (typeof claims.k !== 'string' || typeof claims.e !== 'number') return undefined;
+  if (typeof claims.k !== 'string' || typeof claims.e !== 'number' || typeof claims.n !== 'string') return undefined;
   const credential = lookup(claims.k);
   if (!credential?.admin) return undefined;
   const expected = Buffer.from(mac(credential.secretAccessKey, parts[1]!));
   const given = Buffer.from(parts[2]!);
   if (expected.length !== given.length || !timingSafeEqual(expected, given)) return undefined;
-  return claims.e * 1000 > now ? credential : undefined;
+  return claims.e * 1000 > now ? { credential, id: claims.n, expiresAt: claims.e * 1000 } : undefined;
 }
 
 /** The session cookie's value from a Cookie header (RFC 6265 §5.4: `name=value; name2=value2`). */

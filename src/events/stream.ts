@@ -21,8 +21,13 @@
  *   write never waits for it. One that falls so far behind that the log
  *   forgot events it has not read gets `event: lagged` and the end of the
  *   stream; EventSource reconnects with its Last-Event-ID and hears `lost`.
- * - Access: `authorize` decides (server.ts: SigV4 by an admin key); anyone
- *   else gets 403.
+ * - Access: `authorize` decides (server.ts: SigV4 by an admin key, or a
+ *   console session); anyone else gets 403. A stream does not outlive its
+ *   credential: when `authorize` answers a check, the stream asks it again
+ *   every `recheckMs` (default: the heartbeat's period) and whenever
+ *   `recheckAll` is called (credentials reloaded), and when it answers false
+ *   sends `event: revoked` and ends. EventSource then reconnects and is
+ *   refused (403), which ends it for good.
  */
 import type { EventLog } from './log.js';
 import { selects, type EventFilter } from './record.js';
@@ -30,13 +35,21 @@ import { EventTail, message } from './tail.js';
 
 export const EVENTS_PATH = '/_casket/events';
 
-/** Decides whether a request may read the stream (admin credentials only). */
-export type Authorize = (request: Request) => Promise<boolean>;
+/** Whether the credential a stream was opened with still holds (key present, admin, session not revoked). */
+export type StillAllowed = () => Promise<boolean>;
+
+/**
+ * Decides whether a request may read the stream (admin credentials only):
+ * false refuses; a StillAllowed grants it for as long as that check holds.
+ */
+export type Authorize = (request: Request) => Promise<boolean | StillAllowed>;
 
 export interface StreamOptions {
   log: EventLog;
   authorize: Authorize;
   heartbeatMs?: number;
+  /** How often an open stream checks its credential again (default heartbeatMs). */
+  recheckMs?: number;
   /** Events read from the log per pull. */
   pageSize?: number;
   /** Least time between two reads of the log by one stream, gathering the appends between (default 20 ms). */
@@ -67,18 +80,23 @@ export interface EventsEndpoint {
   (request: Request): Promise<Response>;
   /** Ends every open stream (casket is stopping: an endless response would hold the drain to its limit). */
   endAll(): void;
+  /** Checks every open stream's credential now (credentials were reloaded) and ends those it no longer holds for. */
+  recheckAll(): Promise<void>;
 }
 
 export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
   const { log } = options;
-  const open = new Set<() => void>();
+  /** Each open stream's end, and its credential check (undefined: granted for good). */
+  const open = new Map<() => void, (() => Promise<void>) | undefined>();
   const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const recheckMs = options.recheckMs ?? heartbeatMs;
   const pageSize = options.pageSize ?? 500;
   const batchMs = options.batchMs ?? 20;
   // Streams that have caught up share one read of the log (tail.ts).
   const tail = new EventTail(log, { pageSize, batchMs, ...(options.tailEvents !== undefined && { keep: options.tailEvents }) });
   const endpoint = async (request: Request): Promise<Response> => {
-    if (!(await options.authorize(request))) return json(403, { error: 'AccessDenied', message: 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
+    const granted = await options.authorize(request);
+    if (!granted) return json(403, { error: 'AccessDenied', message: 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
     const query = new URL(request.url).searchParams;
     const resume = request.headers.get('last-event-id') ?? query.get('lastEventId') ?? undefined;
     if (resume !== undefined && !log.validId(resume)) return json(400, { error: 'InvalidArgument', message: 'Last-Event-ID is not an id of this event stream.' });
@@ -123,8 +141,10 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
         };
         wake = () => done(true);
       });
+    const stillAllowed = typeof granted === 'function' ? granted : undefined;
     let cancelled = false;
     let end = () => {};
+    let recheckTimer: NodeJS.Timeout | undefined;
     const stream = new ReadableStream<Uint8Array>(
       {
         start(controller) {
@@ -132,6 +152,8 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
           controller.enqueue(encoder.encode(': casket events\nretry: 2000\n\n'));
           end = () => {
             cancelled = true;
+            clearInterval(recheckTimer);
+            open.delete(end);
             off();
             wake?.();
             try {
@@ -140,7 +162,24 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
               // Already closed or errored.
             }
           };
-          open.add(end);
+          const recheck = stillAllowed
+            ? async () => {
+                if (cancelled) return;
+                const ok = await stillAllowed().catch(() => false);
+                if (ok || cancelled) return;
+                try {
+                  controller.enqueue(encoder.encode(`event: revoked\ndata: ${JSON.stringify({ message: 'The credential this stream was opened with no longer holds.' })}\n\n`));
+                } catch {
+                  // Already closed.
+                }
+                end();
+              }
+            : undefined;
+          open.set(end, recheck);
+          if (recheck) {
+            recheckTimer = setInterval(() => void recheck(), recheckMs);
+            recheckTimer.unref();
+          }
         },
         async pull(controller) {
           for (;;) {
@@ -196,6 +235,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
               if (!first) {
                 controller.enqueue(encoder.encode(`event: lagged\ndata: ${JSON.stringify({ after: cursor, message: 'This subscriber fell behind the event log; reconnect with Last-Event-ID.' })}\n\n`));
                 open.delete(end);
+                clearInterval(recheckTimer);
                 off();
                 controller.close();
                 return;
@@ -222,6 +262,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
         },
         cancel() {
           cancelled = true;
+          clearInterval(recheckTimer);
           open.delete(end);
           off();
           wake?.();
@@ -234,5 +275,10 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
       headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' },
     });
   };
-  return Object.assign(endpoint, { endAll: () => [...open].forEach((end) => end()) });
+  return Object.assign(endpoint, {
+    endAll: () => [...open.keys()].forEach((end) => end()),
+    recheckAll: async () => {
+      await Promise.all([...open.values()].map((recheck) => recheck?.()));
+    },
+  });
 }

@@ -24,7 +24,7 @@ import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
 import { refusalError } from './refusal-error.js';
-import { errorResponse, type S3Response } from './respond.js';
+import { errorResponse, OBJECT_BODY_HEADERS, type S3Response } from './respond.js';
 
 export interface RawRequest {
   method: string;
@@ -112,6 +112,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
       if (sts.accessKey !== undefined) outcome.accessKey = sts.accessKey;
       if (sts.internal !== undefined) outcome.internal = sts.internal;
       if (sts.denial) outcome.denials = [sts.denial];
+      Object.assign(outcome.response.headers, OBJECT_BODY_HEADERS);
       outcome.response.headers['x-amz-request-id'] = requestId;
       return outcome;
     }
@@ -178,6 +179,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   if (req.headers.origin !== undefined && req.method !== 'OPTIONS') {
     Object.assign(outcome.response.headers, await actualRequestHeaders(services.backend, outcome.bucket, req.method, req.headers));
   }
+  Object.assign(outcome.response.headers, OBJECT_BODY_HEADERS);
   outcome.response.headers['x-amz-request-id'] = requestId;
   return outcome;
 }

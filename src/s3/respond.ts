@@ -29,6 +29,34 @@ export interface S3Response {
   onSend?: () => void;
 }
 
+/**
+ * Sent with every S3 answer, object bodies first of all: whatever a key
+ * stores (text/html, an SVG, bytes a browser would sniff into HTML) must not
+ * run as a page of casket's origin, where the console and its session cookie
+ * live (docs/design.md §14).
+ *
+ * - `Content-Security-Policy: sandbox` (CSP3 §6.3.2): the document gets an
+ *   opaque origin, no scripts, no forms, no plugins, no popups; a script it
+ *   carries never runs, and even if it did it could not read casket's
+ *   cookies or same-origin answers. No allow-* token on purpose.
+ * - `X-Content-Type-Options: nosniff` (Fetch §X-Content-Type-Options): the
+ *   declared Content-Type is the type; `binary/octet-stream` is not sniffed
+ *   into HTML, and a stored "image" is not run as a script.
+ *
+ * The anchors: MinIO sends X-Content-Type-Options: nosniff and
+ * X-XSS-Protection on every answer (cmd/generic-handlers.go, its security
+ * headers middleware) and `Content-Security-Policy: block-all-mixed-content`,
+ * which stops nothing of this; AWS S3 sends neither and relies on the bucket
+ * being another origin than the AWS console. casket shares its origin with
+ * its console, so it sends the stricter pair. SDKs and CLIs ignore both
+ * (they are response headers for browsers only); a page that must run
+ * scripts is served by a web server, not by an object store's API.
+ */
+export const OBJECT_BODY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': 'sandbox',
+  'x-content-type-options': 'nosniff',
+};
+
 /** RFC 9110 §5.6.7 IMF-fixdate, as S3 sends Last-Modified. */
 export function httpDate(date: Date): string {
   return date.toUTCString();

@@ -20,6 +20,8 @@ export class MemoryStateStore implements StateStore {
   /** uploadId -> `<partNumber> <md5>` -> digest, in recording order. */
   private readonly parts = new Map<string, Map<string, PartDigest>>();
   private readonly sessions = new Map<string, SessionRecord>();
+  /** Console session id -> epoch ms it is revoked until: not capped by maxEntries, so a revocation is never forgotten early. */
+  private readonly consoleRevocations = new Map<string, number>();
 
   constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
 
@@ -153,6 +155,16 @@ export class MemoryStateStore implements StateStore {
   async listSessions(agent: string): Promise<SessionRecord[]> {
     const now = Date.now();
     return [...this.sessions.values()].filter((s) => s.agent === agent && s.expiresAt + SESSION_GRACE_MS >= now).map((s) => ({ ...s })).sort((a, b) => a.expiresAt - b.expiresAt);
+  }
+
+  async revokeConsoleSession(id: string, untilMs: number): Promise<void> {
+    const now = Date.now();
+    for (const [other, until] of this.consoleRevocations) if (until < now) this.consoleRevocations.delete(other);
+    if (untilMs > now) this.consoleRevocations.set(id, untilMs);
+  }
+
+  async consoleSessionRevoked(id: string): Promise<boolean> {
+    return (this.consoleRevocations.get(id) ?? 0) >= Date.now();
   }
 
   async close(): Promise<void> {}

@@ -38,6 +38,8 @@
  *                       wrote `<partNumber>` -> `<JSON digest>`: read as oldest.
  *   session:<accessKey> string, JSON SessionRecord, PX until SESSION_GRACE_MS past
  *                       its expiry (STS credentials every replica honours)
+ *   console-revoked:<id> string, PX until the console session's own expiry: a
+ *                       logout every replica honours (console/session.ts)
  * where <id> = JSON [agent, bucket, key], unambiguous whatever the names hold.
  *
  * Known gaps: the stamp script also deletes the stamps it evicts and removes
@@ -413,6 +415,15 @@ export class RedisStateStore implements StateStore {
     if (json === null) return false;
     const set = await this.durable(this.redis.set(key, JSON.stringify({ ...(JSON.parse(json) as SessionRecord), revoked: true }), 'KEEPTTL', 'XX'));
     return set === 'OK';
+  }
+
+  async revokeConsoleSession(id: string, untilMs: number): Promise<void> {
+    const ttl = untilMs - Date.now();
+    if (ttl > 0) await this.durable(this.redis.set(`${this.prefix}console-revoked:${id}`, '1', 'PX', ttl));
+  }
+
+  async consoleSessionRevoked(id: string): Promise<boolean> {
+    return (await this.redis.exists(`${this.prefix}console-revoked:${id}`)) === 1;
   }
 
   async close(): Promise<void> {

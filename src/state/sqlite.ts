@@ -39,6 +39,9 @@ CREATE TABLE IF NOT EXISTS sessions (
   access_key TEXT PRIMARY KEY, record TEXT NOT NULL, keep_until INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS sessions_keep_until ON sessions(keep_until);
+CREATE TABLE IF NOT EXISTS console_revocations (
+  id TEXT PRIMARY KEY, until INTEGER NOT NULL
+) WITHOUT ROWID;
 `;
 
 interface StampRow {
@@ -139,6 +142,7 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM part_digests_by_md5 WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE keep_until < ?').run(Date.now());
+      this.db.prepare('DELETE FROM console_revocations WHERE until < ?').run(Date.now());
       this.db.prepare('DELETE FROM sessions WHERE access_key IN (SELECT access_key FROM sessions ORDER BY keep_until DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
@@ -301,6 +305,14 @@ export class SqliteStateStore implements StateStore {
     // Sessions are few (bounded by their expiry and maxEntries): the records are read and filtered here.
     const rows = this.db.prepare<[string, number], { record: string }>("SELECT record FROM sessions WHERE json_extract(record, '$.agent') = ? AND keep_until >= ? ORDER BY keep_until").all(agent, Date.now());
     return rows.map((r) => JSON.parse(r.record) as SessionRecord);
+  }
+
+  async revokeConsoleSession(id: string, untilMs: number): Promise<void> {
+    this.db.prepare('INSERT OR REPLACE INTO console_revocations (id, until) VALUES (?, ?)').run(id, untilMs);
+  }
+
+  async consoleSessionRevoked(id: string): Promise<boolean> {
+    return this.db.prepare<[string, number], { id: string }>('SELECT id FROM console_revocations WHERE id = ? AND until >= ?').get(id, Date.now()) !== undefined;
   }
 
   async revokeSession(accessKeyId: string): Promise<boolean> {

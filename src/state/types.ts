@@ -196,5 +196,13 @@ export interface StateStore {
   /** The agent's sessions still kept (expired and revoked ones included), soonest to expire first: what an operator sees of them. */
   listSessions(agent: string): Promise<SessionRecord[]>;
 
+  /**
+   * Console logout (console/session.ts): the session with this id is refused
+   * by every casket sharing this store until `untilMs` (epoch ms, the
+   * session's own expiry, after which it is refused anyway). Never evicted early.
+   */
+  revokeConsoleSession(id: string, untilMs: number): Promise<void>;
+  consoleSessionRevoked(id: string): Promise<boolean>;
+
   close(): Promise<void>;
 }
