@@ -19,6 +19,7 @@ import { z } from 'zod';
 import type { S3Failure } from '../door.js';
 import { parseETagArgument, requireFile, showPath, unquote, type ObjectPath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { applyEdits, gitDiff, type Edit } from '../text.js';
 import { guarded, refused, tooLarge, type RegisterTool, type ToolEnv } from '../tool.js';
 
@@ -69,6 +70,14 @@ export const register: RegisterTool = (server, env) => {
         dryRun: z.boolean().optional().describe('show the diff, write nothing'),
         merge: z.boolean().optional().describe('merge into a newer version when the changes do not overlap'),
       },
+      outputSchema: answerSchema({
+        path: pathField,
+        diff: z.string().describe('git-style unified diff of the edit'),
+        etag: etagField.describe('the new version (on a dry run: the version the diff applies to)'),
+        previous_etag: z.string().describe('the version the edit replaced'),
+        merged: z.boolean().describe('true when merged into a version someone else wrote since yours'),
+        written: z.boolean(),
+      }),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ path, edits, expected_etag, dryRun, merge }) =>

@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { BadArgument, parseETagArgument, requireFile, showPath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, tooLarge, type RegisterTool, type ToolEnv } from '../tool.js';
 import type { ObjectPath } from '../paths.js';
 
@@ -41,6 +42,7 @@ export const register: RegisterTool = (server, env) => {
         expected_etag: z.string().optional().describe('the etag of the version you read and are replacing'),
         create_only: z.boolean().optional().describe('create the file; refuse if it exists'),
       },
+      outputSchema: answerSchema({ path: pathField, etag: etagField.describe('the new version: pass it as expected_etag to write again'), bytes: z.number(), written: z.boolean() }),
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ path, content, expected_etag, create_only }) =>
