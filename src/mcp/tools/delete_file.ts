@@ -11,6 +11,9 @@ import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool } from '../tool.js';
 import { derivedCondition } from './write_file.js';
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({ path: pathField, deleted: z.boolean(), written: z.boolean() });
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'delete_file',
@@ -21,7 +24,7 @@ export const register: RegisterTool = (server, env) => {
         path: z.string().describe('bucket/key or s3://bucket/key'),
         expected_etag: z.string().optional().describe('the etag of the version you read and are deleting'),
       },
-      outputSchema: answerSchema({ path: pathField, deleted: z.boolean(), written: z.boolean() }),
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ path, expected_etag }) =>

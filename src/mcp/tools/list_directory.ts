@@ -42,6 +42,14 @@ export async function listKeys(env: ToolEnv, bucket: string, prefix: string, del
   return out;
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  path: z.string().describe('bucket/prefix listed'),
+  directories: z.array(z.string()),
+  files: z.array(z.object({ name: z.string(), size: z.number(), etag: etagField, last_modified: z.string() })),
+  truncated: z.boolean().describe('true when the listing stopped early'),
+});
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'list_directory',
@@ -49,12 +57,7 @@ export const register: RegisterTool = (server, env) => {
       title: 'List a directory',
       description: 'List the files and directories directly under a path in casket: a bucket ("bucket" or "bucket/") or a prefix ("bucket/some/dir"). Each line is [FILE] or [DIR]; files show their size and etag.',
       inputSchema: { path: z.string().describe('bucket, bucket/, or bucket/prefix') },
-      outputSchema: answerSchema({
-        path: z.string().describe('bucket/prefix listed'),
-        directories: z.array(z.string()),
-        files: z.array(z.object({ name: z.string(), size: z.number(), etag: etagField, last_modified: z.string() })),
-        truncated: z.boolean().describe('true when the listing stopped early'),
-      }),
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ path }) =>

@@ -13,6 +13,16 @@ import { splitLines } from '../text.js';
 
 const line = z.number().int().nonnegative();
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  path: pathField,
+  etag: etagField,
+  lines: z.object({ from: z.number(), to: z.number(), total: z.number() }).describe('the lines shown, 1-based, and how many the file has'),
+  read: z.enum(['full', 'partial']).describe('full: you may write the file with expected_etag = etag; partial: read it whole first'),
+  last_writer: z.string(),
+  content: z.string().describe('the text shown'),
+});
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'read_text_file',
@@ -29,14 +39,7 @@ export const register: RegisterTool = (server, env) => {
       },
       // The text itself is in structuredContent too, as the reference server's `content`: clients
       // that show a model only structuredContent (docs/design.md §12) would otherwise show no text.
-      outputSchema: answerSchema({
-        path: pathField,
-        etag: etagField,
-        lines: z.object({ from: z.number(), to: z.number(), total: z.number() }).describe('the lines shown, 1-based, and how many the file has'),
-        read: z.enum(['full', 'partial']).describe('full: you may write the file with expected_etag = etag; partial: read it whole first'),
-        last_writer: z.string(),
-        content: z.string().describe('the text shown'),
-      }),
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ path, head, tail, offset, limit }) =>

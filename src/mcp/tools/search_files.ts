@@ -31,6 +31,9 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({ matches: z.array(z.object({ path: pathField, size: z.number(), etag: etagField })), truncated: z.boolean() });
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'search_files',
@@ -42,7 +45,7 @@ export const register: RegisterTool = (server, env) => {
         pattern: z.string().min(1).describe('glob, e.g. **/*.ts'),
         excludePatterns: z.array(z.string()).optional().describe('globs of paths to leave out'),
       },
-      outputSchema: answerSchema({ matches: z.array(z.object({ path: pathField, size: z.number(), etag: etagField })), truncated: z.boolean() }),
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ path, pattern, excludePatterns }) =>

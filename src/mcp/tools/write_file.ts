@@ -29,6 +29,9 @@ export async function derivedCondition(env: ToolEnv, p: ObjectPath): Promise<Rec
   return head.failure ? { 'if-none-match': '*' } : {};
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({ path: pathField, etag: etagField.describe('the new version: pass it as expected_etag to write again'), bytes: z.number(), written: z.boolean() });
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'write_file',
@@ -42,7 +45,7 @@ export const register: RegisterTool = (server, env) => {
         expected_etag: z.string().optional().describe('the etag of the version you read and are replacing'),
         create_only: z.boolean().optional().describe('create the file; refuse if it exists'),
       },
-      outputSchema: answerSchema({ path: pathField, etag: etagField.describe('the new version: pass it as expected_etag to write again'), bytes: z.number(), written: z.boolean() }),
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ path, content, expected_etag, create_only }) =>
