@@ -18,6 +18,7 @@ import { changedSinceReadShape } from './changed-since-read.js';
 const refusalShape = {
   error: z.string().optional().describe('present only on a refusal: why (precondition-failed, stale-read, partial-read, not-read, no-such-key, invalid-argument, …)'),
   message: z.string().optional().describe('the refusal as the text says it, with the next call'),
+  path: z.string().optional().describe('the file refused'),
   current_etag: z.string().optional().describe('the version the file is now'),
   last_writer: z.string().optional().describe('who wrote the current version'),
   last_modified: z.string().optional().describe('when the current version was written'),

@@ -4,8 +4,9 @@
  * the model needs to act — the text and etag of a read and how much of the
  * file it showed, listings and matches, the new etag of a write, the diff,
  * the current etag and who wrote it, and the exact next call. Driven by the
- * SDK's Client over Streamable HTTP against a real casket; the Client checks
- * every structuredContent against the tool's outputSchema as it answers.
+ * SDK's Client over Streamable HTTP against a real casket; having listed the
+ * tools (helpers/mcp.ts), the Client checks every structuredContent against
+ * the tool's outputSchema (additionalProperties: false) as it answers.
  */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
