@@ -106,9 +106,10 @@ async function bobChanges(key: string, etag: string, body: string): Promise<void
 
 /**
  * One Inspector CLI run: what it prints on stdout, parsed. It runs from
- * test/ because inspector-cli 1.0.3 finds its own package.json through
- * `../package.json` of the working directory (build/index.js), which a
- * project's subdirectory has.
+ * test/ because inspector-cli 1.0.3 looks for `../package.json` relative to
+ * the working directory before importing its own (build/index.js; the probe
+ * of modelcontextprotocol/inspector PR 839, issue 1503), so it fails with
+ * ERR_MODULE_NOT_FOUND unless the directory's parent holds a package.json.
  */
 async function inspector(target: string[], method: string[]): Promise<Record<string, unknown>> {
   const { stdout } = await promisify(execFile)(INSPECTOR, ['--cli', ...target, ...method], { cwd: join(REPO, 'test'), timeout: 30_000, env: { ...process.env } });
