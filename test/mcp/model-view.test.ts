@@ -55,10 +55,10 @@ async function aliceEdits(key: string, oldText: string, newText: string): Promis
 const reread = (key: string) => `read_text_file {"path": "${bucket}/${key}"}`;
 
 describe('what the model sees of each tool answer, in every client', () => {
-  it('read_text_file: the text, its etag, the lines shown and whether the read was whole', async () => {
+  it('read_text_file: the text, its etag, who wrote it, the lines shown and whether the read was whole', async () => {
     const full = await readByBob('read.md', 'alpha\nbeta\ngamma\n');
     expect(full.isError, text(full)).toBeFalsy();
-    seen(full, ['alpha\nbeta\ngamma\n', etagOf(full), 'full', ['all 3 lines', '"total":3']]);
+    seen(full, ['alpha\nbeta\ngamma\n', etagOf(full), 'alice', 'full', ['all 3 lines', '"total":3']]);
     const part = await call(bob, 'read_text_file', { path: `${bucket}/read.md`, head: 2 });
     seen(part, ['alpha\nbeta\n', etagOf(full), 'partial', ['lines 1-2 of 3', '"from":1,"to":2,"total":3'], reread('read.md')]);
     expect(missing(part, ['gamma'])).toHaveLength(2);

@@ -67,16 +67,18 @@ export const register: RegisterTool = (server, env) => {
         const etag = res.headers.etag!;
         const full = s.from === 0 && s.to === s.total;
         const wholeRead = `read_text_file {"path": "${showPath(p)}"} (no head, tail, offset or limit)`;
+        const writer = res.headers['x-casket-writer'];
+        const by = writer ? `, last written by agent "${writer}"` : '';
         const note = full
-          ? `[${showPath(p)}: etag ${etag}, all ${s.total} lines, a full read]`
-          : `[${showPath(p)}: etag ${etag}, lines ${s.from + 1}-${s.to} of ${s.total}: a partial read, which does not allow writing this file — read it whole first: ${wholeRead}]`;
+          ? `[${showPath(p)}: etag ${etag}${by}, all ${s.total} lines, a full read]`
+          : `[${showPath(p)}: etag ${etag}${by}, lines ${s.from + 1}-${s.to} of ${s.total}: a partial read, which does not allow writing this file — read it whole first: ${wholeRead}]`;
         // Metadata before the text, so a long file cut short by a client still shows its etag.
         return ok([s.text, note], {
           path: showPath(p),
           etag,
           lines: { from: s.from + 1, to: s.to, total: s.total },
           read: full ? 'full' : 'partial',
-          ...(res.headers['x-casket-writer'] && { last_writer: res.headers['x-casket-writer'] }),
+          ...(writer && { last_writer: writer }),
           ...(!full && { next: `${wholeRead} before writing this file` }),
           content: s.text,
         });
