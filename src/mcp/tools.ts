@@ -23,9 +23,18 @@ export const TOOLS: readonly RegisterTool[] = [read_text_file, read_media_file, 
 
 export const SERVER_INFO = { name: 'casket', version: '0.1.0' };
 
-const INSTRUCTIONS =
-  'Files live in casket buckets: a path is bucket/key. Every read answers an etag; every write is compare-and-swap: pass the etag you read as expected_etag (or create_only: true for a new file). ' +
-  'If someone else changed the file since your read, the write is refused with what changed and the next call to make — nothing is overwritten silently. A partial read (head/tail/offset) does not allow a write.';
+/**
+ * What the initialize answer tells the model (docs/design.md §12): how etags,
+ * partial reads, refusals and "changed since you read" work, one rule a line,
+ * in the words the tools' answers use.
+ */
+export const INSTRUCTIONS = [
+  'Files live in casket buckets: a path is bucket/key.',
+  '- Every read answers the file\'s etag. Every write, edit, move or delete is compare-and-swap: pass the etag you read as expected_etag (for a new file, create_only: true).',
+  '- Read a file whole (no head, tail, offset or limit) before you change it: a partial read does not allow a write.',
+  '- A refusal writes nothing. It says who changed the file, when, the diff since your version, and the exact next call: make that call (read the file again, then retry with the new etag). Never retry with the old etag.',
+  '- When an answer carries changed_since_read, files you read were since changed by someone else: read them again before you rely on your copy or edit them. what_changed lists all such changes.',
+].join('\n');
 
 export function toolServer(env: ToolEnv): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });

@@ -24,7 +24,7 @@ export async function httpClient(casket: Pick<RunningCasket, 'url'>, token: stri
   const client = new Client({ name, version: '1.0.0' });
   const transport = new StreamableHTTPClientTransport(mcpEndpoint(casket), token ? { requestInit: { headers: { authorization: `Bearer ${token}` } } } : {});
   await client.connect(transport);
-  return client;
+  return listed(client);
 }
 
 export async function stdioClient(casket: Pick<RunningCasket, 'url'>, cred: Cred, agent?: string): Promise<Client> {
@@ -36,6 +36,16 @@ export async function stdioClient(casket: Pick<RunningCasket, 'url'>, cred: Cred
     stderr: 'pipe',
   });
   await client.connect(transport);
+  return listed(client);
+}
+
+/**
+ * Lists the tools, as every client does before it calls one: the SDK Client
+ * then checks each structuredContent against the tool's outputSchema, so
+ * every test's answers are held to the schemas clients are given.
+ */
+async function listed(client: Client): Promise<Client> {
+  await client.listTools();
   return client;
 }
 

@@ -119,12 +119,13 @@ describe('search_files, move_file, delete_file, read_media_file, what_changed', 
     expect(await content('d.txt')).toBeUndefined();
   });
 
-  it('read_media_file answers base64 with the MIME type and etag', async () => {
+  it('read_media_file answers base64 with the MIME type and etag, beside the image (no structuredContent, which clients show instead of it)', async () => {
     const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
     const put = await sdk(casket.url, casket.admin).send(new PutObjectCommand({ Bucket: bucket, Key: 'pixel.png', Body: png, ContentType: 'image/png' }));
     const r = await call(ben, 'read_media_file', { path: `${bucket}/pixel.png` });
     expect(r.content[0]).toEqual({ type: 'image', mimeType: 'image/png', data: png.toString('base64') });
-    expect(data(r).etag).toBe(put.ETag);
+    expect(text(r)).toContain(`image/png, ${png.length} bytes, etag ${put.ETag}`);
+    expect(r.structuredContent).toBeUndefined();
   });
 
   it('what_changed lists files others changed since this agent read them, with the diff and a cursor', async () => {

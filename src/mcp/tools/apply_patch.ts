@@ -17,6 +17,7 @@ import { z } from 'zod';
 import type { S3Failure } from '../door.js';
 import { BadArgument, requireFile, showPath, type ObjectPath } from '../paths.js';
 import { ok, toolError } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool, type ToolEnv } from '../tool.js';
 import { changedSince } from './edit_file.js';
 
@@ -68,6 +69,13 @@ async function prepare(env: ToolEnv, file: StructuredPatch): Promise<Prepared> {
   return { planned: { path, base: version, content: Buffer.from(patched, 'utf8') } };
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  landed: z.array(z.object({ path: pathField, etag: z.string().nullable().describe('the new version; null: deleted') })),
+  refused: z.array(z.record(z.string(), z.unknown())).describe('each refused file, as a single refusal of it'),
+  written: z.boolean(),
+});
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'apply_patch',
@@ -76,6 +84,7 @@ export const register: RegisterTool = (server, env) => {
       description:
         'Apply a unified diff to one or more files in casket. Headers name files as --- a/bucket/key and +++ b/bucket/key (--- /dev/null creates a file, +++ /dev/null deletes one). Each file is patched only if it is still the version you last read in full; a patch that does not apply writes nothing at all. Files someone changed since your read are refused with their diff; the answer lists which files landed and which did not.',
       inputSchema: { patch: z.string().min(1).describe('unified diff text') },
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ patch }) =>

@@ -7,8 +7,12 @@
 import { z } from 'zod';
 import { parseETagArgument, requireFile, showPath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool } from '../tool.js';
 import { derivedCondition } from './write_file.js';
+
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({ path: pathField, deleted: z.boolean(), written: z.boolean() });
 
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
@@ -20,6 +24,7 @@ export const register: RegisterTool = (server, env) => {
         path: z.string().describe('bucket/key or s3://bucket/key'),
         expected_etag: z.string().optional().describe('the etag of the version you read and are deleting'),
       },
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ path, expected_etag }) =>

@@ -19,6 +19,7 @@ import { z } from 'zod';
 import type { S3Failure } from '../door.js';
 import { parseETagArgument, requireFile, showPath, unquote, type ObjectPath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { applyEdits, gitDiff, type Edit } from '../text.js';
 import { guarded, refused, tooLarge, type RegisterTool, type ToolEnv } from '../tool.js';
 
@@ -55,6 +56,16 @@ function wouldWrite(content: Buffer, edits: readonly Edit[]): string | undefined
   }
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  path: pathField,
+  diff: z.string().describe('git-style unified diff of the edit'),
+  etag: etagField.describe('the new version (on a dry run: the version the diff applies to)'),
+  previous_etag: z.string().describe('the version the edit replaced'),
+  merged: z.boolean().describe('true when merged into a version someone else wrote since yours'),
+  written: z.boolean(),
+});
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'edit_file',
@@ -69,6 +80,7 @@ export const register: RegisterTool = (server, env) => {
         dryRun: z.boolean().optional().describe('show the diff, write nothing'),
         merge: z.boolean().optional().describe('merge into a newer version when the changes do not overlap'),
       },
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ path, edits, expected_etag, dryRun, merge }) =>

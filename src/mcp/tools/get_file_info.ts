@@ -7,7 +7,20 @@
 import { z } from 'zod';
 import { requireFile, showPath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool } from '../tool.js';
+
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  path: pathField,
+  size: z.number(),
+  etag: etagField,
+  last_modified: z.string().nullable(),
+  last_writer: z.string().nullable(),
+  content_type: z.string().nullable(),
+  your_read: z.enum(['none', 'partial', 'full', 'stale', 'not an agent']),
+  your_read_etag: z.string().describe('the version you last read'),
+});
 
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
@@ -17,7 +30,8 @@ export const register: RegisterTool = (server, env) => {
       description:
         'Size, etag, last modified time and last writer of a file in casket, and whether you may write it: your read of it is "none" (never read), "partial" (only part: read it whole first), "full" (you may write with expected_etag = etag) or "stale" (someone changed it since you read it). Reads no content.',
       inputSchema: { path: z.string().describe('bucket/key or s3://bucket/key') },
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      outputSchema: OUTPUT_SCHEMA,
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ path }) =>
       guarded(async () => {

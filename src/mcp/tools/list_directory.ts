@@ -8,6 +8,7 @@ import { XMLParser } from 'fast-xml-parser';
 import { z } from 'zod';
 import { parsePath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool, type ToolEnv } from '../tool.js';
 
 // Keys stay strings ("007" is not 7).
@@ -41,6 +42,14 @@ export async function listKeys(env: ToolEnv, bucket: string, prefix: string, del
   return out;
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  path: z.string().describe('bucket/prefix listed'),
+  directories: z.array(z.string()),
+  files: z.array(z.object({ name: z.string(), size: z.number(), etag: etagField, last_modified: z.string() })),
+  truncated: z.boolean().describe('true when the listing stopped early'),
+});
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'list_directory',
@@ -48,7 +57,8 @@ export const register: RegisterTool = (server, env) => {
       title: 'List a directory',
       description: 'List the files and directories directly under a path in casket: a bucket ("bucket" or "bucket/") or a prefix ("bucket/some/dir"). Each line is [FILE] or [DIR]; files show their size and etag.',
       inputSchema: { path: z.string().describe('bucket, bucket/, or bucket/prefix') },
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      outputSchema: OUTPUT_SCHEMA,
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ path }) =>
       guarded(async () => {

@@ -11,12 +11,24 @@
 import { z } from 'zod';
 import { parseETagArgument, requireFile, showPath } from '../paths.js';
 import { ok, toolError } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool } from '../tool.js';
 import { changedSince } from './edit_file.js';
 
 function copySource(bucket: string, key: string): string {
   return `/${bucket}/${key.split('/').map(encodeURIComponent).join('/')}`;
 }
+
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  source: pathField,
+  destination: pathField,
+  etag: etagField.describe('the version moved, now at destination'),
+  written: z.boolean(),
+  path: pathField,
+  copied_to: z.string().describe('on a half-done move: where the copy landed'),
+  source_deleted: z.boolean(),
+});
 
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
@@ -31,6 +43,7 @@ export const register: RegisterTool = (server, env) => {
         expected_etag: z.string().optional().describe('the etag of the source version you read'),
         destination_etag: z.string().optional().describe('replace the destination only if it is this version'),
       },
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ source, destination, expected_etag, destination_etag }) =>

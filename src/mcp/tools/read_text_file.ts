@@ -6,11 +6,22 @@
  */
 import { z } from 'zod';
 import { BadArgument, requireFile, showPath } from '../paths.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { ok } from '../results.js';
 import { guarded, refused, type RegisterTool } from '../tool.js';
 import { splitLines } from '../text.js';
 
 const line = z.number().int().nonnegative();
+
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  path: pathField,
+  etag: etagField,
+  lines: z.object({ from: z.number(), to: z.number(), total: z.number() }).describe('the lines shown, 1-based, and how many the file has'),
+  read: z.enum(['full', 'partial']).describe('full: you may write the file with expected_etag = etag; partial: read it whole first'),
+  last_writer: z.string(),
+  content: z.string().describe('the text shown'),
+});
 
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
@@ -26,7 +37,10 @@ export const register: RegisterTool = (server, env) => {
         offset: line.optional().describe('first line to show, 0-based'),
         limit: line.optional().describe('how many lines to show from offset'),
       },
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      // The text itself is in structuredContent too, as the reference server's `content`: clients
+      // that show a model only structuredContent (docs/design.md §12) would otherwise show no text.
+      outputSchema: OUTPUT_SCHEMA,
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ path, head, tail, offset, limit }) =>
       guarded(async () => {
@@ -52,15 +66,21 @@ export const register: RegisterTool = (server, env) => {
         const s = shown!;
         const etag = res.headers.etag!;
         const full = s.from === 0 && s.to === s.total;
+        const wholeRead = `read_text_file {"path": "${showPath(p)}"} (no head, tail, offset or limit)`;
+        const writer = res.headers['x-casket-writer'];
+        const by = writer ? `, last written by agent "${writer}"` : '';
         const note = full
-          ? `[${showPath(p)}: etag ${etag}, all ${s.total} lines, a full read]`
-          : `[${showPath(p)}: etag ${etag}, lines ${s.from + 1}-${s.to} of ${s.total}: a partial read, which does not allow writing this file — read it whole first]`;
+          ? `[${showPath(p)}: etag ${etag}${by}, all ${s.total} lines, a full read]`
+          : `[${showPath(p)}: etag ${etag}${by}, lines ${s.from + 1}-${s.to} of ${s.total}: a partial read, which does not allow writing this file — read it whole first: ${wholeRead}]`;
+        // Metadata before the text, so a long file cut short by a client still shows its etag.
         return ok([s.text, note], {
           path: showPath(p),
           etag,
           lines: { from: s.from + 1, to: s.to, total: s.total },
           read: full ? 'full' : 'partial',
-          ...(res.headers['x-casket-writer'] && { last_writer: res.headers['x-casket-writer'] }),
+          ...(writer && { last_writer: writer }),
+          ...(!full && { next: `${wholeRead} before writing this file` }),
+          content: s.text,
         });
       }),
   );

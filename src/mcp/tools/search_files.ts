@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { parsePath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool } from '../tool.js';
 import { listKeys } from './list_directory.js';
 
@@ -30,6 +31,9 @@ export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${re}$`);
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({ matches: z.array(z.object({ path: pathField, size: z.number(), etag: etagField })), truncated: z.boolean() });
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'search_files',
@@ -41,7 +45,8 @@ export const register: RegisterTool = (server, env) => {
         pattern: z.string().min(1).describe('glob, e.g. **/*.ts'),
         excludePatterns: z.array(z.string()).optional().describe('globs of paths to leave out'),
       },
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      outputSchema: OUTPUT_SCHEMA,
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ path, pattern, excludePatterns }) =>
       guarded(async () => {

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { ok, toolError } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, type RegisterTool } from '../tool.js';
 
 interface Change {
@@ -23,6 +24,23 @@ interface Change {
 /** Diffs shown in one answer, at most: the rest are named, to read. */
 const MAX_DIFFS = 10;
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({
+  cursor: z.string().describe('pass it as since next time'),
+  changes: z.array(
+    z.object({
+      path: pathField,
+      your_version: z.string(),
+      current_etag: z.string().nullable().describe('null: deleted'),
+      writer: z.string().nullable(),
+      operation: z.string(),
+      at: z.string(),
+      diff: z.string().optional(),
+      diff_truncated: z.boolean().optional(),
+    }),
+  ),
+});
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'what_changed',
@@ -30,7 +48,8 @@ export const register: RegisterTool = (server, env) => {
       title: 'What others changed in files you read',
       description: 'List the files you read that someone else has changed (or deleted) since, with who changed them, when, and the diff from the version you read. Pass the cursor of the previous answer as since to see only newer changes.',
       inputSchema: { since: z.string().optional().describe('cursor from a previous what_changed answer') },
-      annotations: { readOnlyHint: true, openWorldHint: false },
+      outputSchema: OUTPUT_SCHEMA,
+      annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     ({ since }) =>
       guarded(async () => {

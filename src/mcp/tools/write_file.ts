@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { BadArgument, parseETagArgument, requireFile, showPath } from '../paths.js';
 import { ok } from '../results.js';
+import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, tooLarge, type RegisterTool, type ToolEnv } from '../tool.js';
 import type { ObjectPath } from '../paths.js';
 
@@ -28,6 +29,9 @@ export async function derivedCondition(env: ToolEnv, p: ObjectPath): Promise<Rec
   return head.failure ? { 'if-none-match': '*' } : {};
 }
 
+/** Built once: the server is built per request (tools.ts). */
+const OUTPUT_SCHEMA = answerSchema({ path: pathField, etag: etagField.describe('the new version: pass it as expected_etag to write again'), bytes: z.number(), written: z.boolean() });
+
 export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'write_file',
@@ -41,6 +45,7 @@ export const register: RegisterTool = (server, env) => {
         expected_etag: z.string().optional().describe('the etag of the version you read and are replacing'),
         create_only: z.boolean().optional().describe('create the file; refuse if it exists'),
       },
+      outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
     ({ path, content, expected_etag, create_only }) =>

@@ -1,0 +1,85 @@
+/**
+ * What a client is told at connect (docs/design.md §12): the initialize
+ * `instructions`, and each tool's annotations and outputSchema as tools/list
+ * answers them. Clients gate plan modes and auto-approval on the annotations
+ * (https://modelcontextprotocol.io/specification/2025-11-25/schema#toolannotations):
+ * a tool marked read-only runs without asking, so each hint must say what the
+ * tool does.
+ */
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startCasket, type RunningCasket } from '../helpers/casket.js';
+import { httpClient, mintToken } from '../helpers/mcp.js';
+
+let casket: RunningCasket;
+let client: Client;
+
+beforeAll(async () => {
+  casket = await startCasket({ agents: ['ann'] });
+  client = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
+});
+afterAll(async () => {
+  await client?.close();
+  await casket?.stop();
+});
+
+const READS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
+const WRITES = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
+
+/**
+ * Every tool, its hints, and why. Readers change no file (a read records the
+ * agent's read stamp, which only decides what its later writes may do) and a
+ * repeat answers the same. Writers replace or remove content others may hold,
+ * and are not idempotent: a repeat can land a second change (an edit whose
+ * newText contains its oldText applies again to the version it made; a write
+ * of the same bytes is a new version in the history; a person's repeated
+ * delete removes a file re-created since). Nothing reaches outside the
+ * buckets casket serves: openWorldHint is false throughout.
+ */
+const EXPECTED: Record<string, typeof READS> = {
+  read_text_file: READS,
+  read_media_file: READS,
+  list_directory: READS,
+  search_files: READS,
+  get_file_info: READS,
+  what_changed: READS,
+  write_file: WRITES,
+  edit_file: WRITES,
+  apply_patch: WRITES,
+  move_file: WRITES,
+  delete_file: WRITES,
+};
+
+describe('what a client is told at connect', () => {
+  it('every tool\'s annotations say what it does', async () => {
+    const { tools } = await client.listTools();
+    const listed = Object.fromEntries(tools.map((t) => [t.name, t.annotations && { readOnlyHint: t.annotations.readOnlyHint, destructiveHint: t.annotations.destructiveHint, idempotentHint: t.annotations.idempotentHint, openWorldHint: t.annotations.openWorldHint }]));
+    expect(listed).toEqual(EXPECTED);
+  });
+
+  it('every tool but read_media_file declares an outputSchema with the "changed since you read" reminder', async () => {
+    const { tools } = await client.listTools();
+    for (const t of tools) {
+      if (t.name === 'read_media_file') {
+        // Its answer is the image; structuredContent would replace it in Claude Code, Codex, opencode.
+        expect(t.outputSchema, t.name).toBeUndefined();
+        continue;
+      }
+      expect(t.outputSchema?.properties, t.name).toHaveProperty('changed_since_read');
+    }
+  });
+
+  it('the instructions say how etags, partial reads, refusals and reminders work', () => {
+    const said = client.getInstructions() ?? '';
+    expect(said).toMatch(/every read answers the file's etag/i);
+    expect(said).toContain('expected_etag');
+    expect(said).toContain('create_only: true');
+    expect(said).toMatch(/partial read does not allow a write/);
+    expect(said).toMatch(/refusal writes nothing.*exact next call/);
+    expect(said).toMatch(/Never retry with the old etag/);
+    expect(said).toMatch(/changed_since_read.*read them again/);
+    // A few lines a model follows, not a manual.
+    expect(said.split('\n').length).toBeLessThanOrEqual(8);
+    expect(said.length).toBeLessThan(1200);
+  });
+});
