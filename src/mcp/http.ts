@@ -112,7 +112,9 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: ()
     return jsonRpcError(405, -32000, 'Method not allowed: POST JSON-RPC messages to this endpoint.', { allow: 'POST' });
   }
   const raw = await readBody(request, options.maxTextBytes * 2 + 65536);
-  if (raw === undefined) return jsonRpcError(413, -32000, `Request too large: the file tools handle files up to ${options.maxTextBytes} bytes.`);
+  // The rest of the body is not read: the connection cannot carry another request, and says so
+  // (RFC 9110 §15.5.14; without it a keep-alive client sends its next request into a closed socket).
+  if (raw === undefined) return jsonRpcError(413, -32000, `Request too large: the file tools handle files up to ${options.maxTextBytes} bytes.`, { connection: 'close' });
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
