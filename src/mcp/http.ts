@@ -9,14 +9,21 @@
  * stream for server-initiated messages, of which casket has none) is 405, as
  * the spec allows. The servers the transports connect to are pooled: a
  * server with its tools registered costs more than the tool call itself
- * (measured: 2.1 → ~0.8 ms per small read_text_file), and each serves one
- * request at a time, for the caller it was lent to.
+ * (measured: 2.1 → ~0.8 ms per small read_text_file). A pooled server holds
+ * nothing of any request: the caller travels with the request
+ * (request-caller.ts), and a server goes back to the pool only once every
+ * request of its POST was answered — so no handler of it still runs.
  *
  * Who: `Authorization: Bearer <token>` (token.ts) or a SigV4 signature
- * (door.authenticate). Anonymous requests may only discover: initialize,
- * ping, tools/list and notifications — a tool call without credentials is
- * 401 with `WWW-Authenticate: Bearer` (authorization spec,
+ * (door.authenticate). Anonymous requests may only discover (batch.ts) — a
+ * tool call without credentials is 401 with `WWW-Authenticate: Bearer`
+ * (authorization spec,
  * https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#error-handling).
+ * A batch whose request ids repeat is refused whole (batch.ts).
+ *
+ * Bounded: a POST is answered within `deadlineMs` (default 60 s) — with its
+ * answers, or a JSON-RPC error saying the call may still complete; a server
+ * whose handlers outlived the deadline is closed and never lent again.
  *
  * Origin: a request carrying an Origin header is refused (403) unless that
  * origin is a loopback one or listed in --mcp-allowed-origins — the spec's
@@ -25,8 +32,10 @@
  * address still sends its own Origin.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { admit } from './batch.js';
 import { NotAuthenticated, type Caller, type CasketDoor } from './door.js';
-import type { ToolEnv } from './tool.js';
+import { runAs } from './request-caller.js';
+import { toolEnv } from './tool.js';
 
 /**
  * The MCP SDK, zod and the tools load on the first request to the endpoint,
@@ -48,21 +57,16 @@ export interface McpHttpOptions {
   allowedOrigins: readonly string[];
   maxTextBytes: number;
   log: { info(o: object, msg: string): void; warn(o: object, msg: string): void };
+  /** Longest a POST waits for its handlers before it is answered with an error (ms). Default 60 s. */
+  deadlineMs?: number;
 }
 
-/** Methods an unauthenticated client may call: they show only what every client sees. */
-const DISCOVERY = new Set(['initialize', 'ping', 'tools/list']);
+const DEADLINE_MS = 60_000;
 
 const LOOPBACK = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i;
 
 function jsonRpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
   return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), { status, headers: { 'content-type': 'application/json', ...headers } });
-}
-
-/** Whether every message in the body is one an anonymous client may send. */
-function discoveryOnly(body: unknown): boolean {
-  const messages = Array.isArray(body) ? body : [body];
-  return messages.every((m) => typeof m === 'object' && m !== null && typeof (m as { method?: unknown }).method === 'string' && (DISCOVERY.has((m as { method: string }).method) || (m as { method: string }).method.startsWith('notifications/')));
 }
 
 /** The body, or undefined past `max` bytes (a JSON-escaped file can be twice its size). */
@@ -88,22 +92,16 @@ const MAX_IDLE = 16;
 
 /** The /_casket/mcp handler, with its pool of tool servers. */
 export function mcpEndpoint(options: McpHttpOptions): (request: Request) => Promise<Response> {
-  const idle: Array<{ server: McpServer; env: ToolEnv }> = [];
-  const lend = async (caller: Caller) => {
-    const lent = idle.pop() ?? (await (async () => {
-      const env: ToolEnv = { door: options.door, caller, maxTextBytes: options.maxTextBytes };
-      return { server: (await loadSdk()).toolServer(env), env };
-    })());
-    // The tools read env.caller when called: this request's caller, and no one else's while lent.
-    lent.env.caller = caller;
-    return lent;
-  };
-  return (request) => handleMcpHttp(request, options, lend, (lent) => {
-    if (idle.length < MAX_IDLE) idle.push(lent);
+  // One env for every server: it carries no request's state (tool.ts toolEnv).
+  const env = toolEnv(options.door, options.maxTextBytes);
+  const idle: McpServer[] = [];
+  const lend = async () => idle.pop() ?? (await loadSdk()).toolServer(env);
+  return (request) => handleMcpHttp(request, options, lend, (server) => {
+    if (idle.length < MAX_IDLE) idle.push(server);
   });
 }
 
-async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: (caller: Caller) => Promise<{ server: McpServer; env: ToolEnv }>, giveBack: (lent: { server: McpServer; env: ToolEnv }) => void): Promise<Response> {
+async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: () => Promise<McpServer>, giveBack: (server: McpServer) => void): Promise<Response> {
   const origin = request.headers.get('origin');
   if (origin !== null && !LOOPBACK.test(origin) && !options.allowedOrigins.includes(origin)) {
     options.log.warn({ origin }, 'MCP request refused: Origin not allowed');
@@ -114,7 +112,9 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: (c
     return jsonRpcError(405, -32000, 'Method not allowed: POST JSON-RPC messages to this endpoint.', { allow: 'POST' });
   }
   const raw = await readBody(request, options.maxTextBytes * 2 + 65536);
-  if (raw === undefined) return jsonRpcError(413, -32000, `Request too large: the file tools handle files up to ${options.maxTextBytes} bytes.`);
+  // The rest of the body is not read: the connection cannot carry another request, and says so
+  // (RFC 9110 §15.5.14; without it a keep-alive client sends its next request into a closed socket).
+  if (raw === undefined) return jsonRpcError(413, -32000, `Request too large: the file tools handle files up to ${options.maxTextBytes} bytes.`, { connection: 'close' });
   let body: unknown;
   try {
     body = JSON.parse(raw.toString('utf8'));
@@ -131,18 +131,34 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: (c
     if (!(e instanceof NotAuthenticated)) throw e;
     return jsonRpcError(401, -32001, `Unauthorized: ${e.message}`, { 'www-authenticate': 'Bearer error="invalid_token"' });
   }
-  if (!caller && !discoveryOnly(body)) {
-    return jsonRpcError(401, -32001, 'Unauthorized: tool calls need credentials — Authorization: Bearer <token from `casket mcp token`>, or a SigV4 signature.', { 'www-authenticate': 'Bearer' });
-  }
-  // An anonymous client reaches no tool handler (refused above): the env's caller is never used for it.
-  const lent = await lend(caller ?? { accessKeyId: '' });
+  const admitted = admit(body, caller === undefined);
+  if (!admitted.ok) return jsonRpcError(admitted.status, admitted.code, admitted.message, admitted.challenge ? { 'www-authenticate': 'Bearer' } : {});
+  if (admitted.messages === 0) return new Response(null, { status: 202 });
+  const server = await lend();
   const transport = new (await loadSdk()).Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await lent.server.connect(transport);
+  await server.connect(transport);
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, options.deadlineMs ?? DEADLINE_MS, undefined)));
+  // Everything the transport starts — each handler, to its last S3 request — runs as this request's caller.
+  // An anonymous request reaches no tool (admit refused it); a tool that ran anyway would find no caller and fail.
+  const handle = () => transport.handleRequest(request, { parsedBody: admitted.body });
+  const answered = Promise.resolve(caller ? runAs(caller, handle) : handle());
+  answered.catch(() => {}); // a failure after the deadline has no one left to tell
+  let settled = false;
   try {
-    // In JSON mode the response is complete when this resolves: every handler has returned.
-    return await transport.handleRequest(request, { parsedBody: body });
+    // In JSON mode this resolves once every request of the POST is answered:
+    // with unique ids (admit), that is once every handler has returned.
+    const response = await Promise.race([answered, deadline]);
+    if (response === undefined) {
+      options.log.warn({ deadlineMs: options.deadlineMs ?? DEADLINE_MS }, 'MCP request not answered in time');
+      return jsonRpcError(504, -32603, `The call did not finish within ${Math.round((options.deadlineMs ?? DEADLINE_MS) / 1000)} s. It may still complete: read the files it touches before you retry.`);
+    }
+    settled = true;
+    return response;
   } finally {
-    await lent.server.close().catch(() => {});
-    giveBack(lent);
+    clearTimeout(timer);
+    await server.close().catch(() => {});
+    // A server whose handlers may still run is never lent again.
+    if (settled) giveBack(server);
   }
 }

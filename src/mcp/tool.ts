@@ -9,13 +9,31 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Caller, CasketDoor, S3Failure } from './door.js';
 import { BadArgument, type ObjectPath } from './paths.js';
 import { refusal } from './refusals.js';
+import { requestCaller } from './request-caller.js';
 import { toolError } from './results.js';
 
 export interface ToolEnv {
   door: CasketDoor;
-  caller: Caller;
+  /** The caller of the request being handled, read at each use (request-caller.ts): never a field a pooled server keeps. */
+  readonly caller: Caller;
   /** Largest file a text tool reads or writes, bytes. */
   maxTextBytes: number;
+}
+
+/**
+ * The env every tool server is built with. It holds nothing of any request:
+ * `caller` is read from the request being handled each time a tool asks, so
+ * a handler keeps its own request's caller for its whole life, whichever
+ * request the server serves meanwhile (issue 37, finding 1).
+ */
+export function toolEnv(door: CasketDoor, maxTextBytes: number): ToolEnv {
+  return {
+    door,
+    maxTextBytes,
+    get caller() {
+      return requestCaller();
+    },
+  };
 }
 
 export type RegisterTool = (server: McpServer, env: ToolEnv) => void;
