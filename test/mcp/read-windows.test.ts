@@ -31,7 +31,7 @@ afterAll(async () => {
 });
 
 /** The lines shown (the first text part), the 1-based range the answer names, and the read's kind. */
-async function read(window: Record<string, number>): Promise<{ shown: string; lines: unknown; read: unknown }> {
+async function read(window: Record<string, number | undefined>): Promise<{ shown: string; lines: unknown; read: unknown }> {
   const r = await call(alice, 'read_text_file', { path, ...window });
   expect(r.isError).toBeFalsy();
   const first = r.content[0]!;

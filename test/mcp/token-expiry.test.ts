@@ -35,7 +35,7 @@ function readWith(token: string): Promise<Response> {
 
 describe('MCP bearer token expiry', () => {
   it('a token works until its expiry, then is refused 401 invalid_token', async () => {
-    const token = mintToken(casket.agents.alice!, { ttl: 2 });
+    const token = mintToken(casket.agents.alice!, { ttl: 2, checkWith: casket });
     // The expiry the token carries (seconds since the epoch), as casket reads it.
     const expires = (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8')) as { e: number }).e * 1000;
     const fresh = await readWith(token);
