@@ -5,7 +5,7 @@
  * steady hammering of a receiver that is already failing. After `attempts`
  * the event is dropped. Judged at a real receiver on 127.0.0.1 by when each
  * attempt arrived; the lower bounds hold on any machine (a timer never fires
- * early), the cap's upper bound leaves a whole cap of slack.
+ * early), the cap's upper bound leaves twice the cap of slack.
  */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -48,7 +48,7 @@ describe('webhook retries', () => {
     // 100, 200, 400, then the cap: 400, 400 (a few ms of clock rounding allowed below).
     const waits = [100, 200, 400, 400, 400];
     gaps.forEach((gap, i) => expect(gap, `wait before attempt ${i + 2}: ${gaps.join(', ')} ms`).toBeGreaterThanOrEqual(waits[i]! - 5));
-    // Capped: the waits past the cap do not keep doubling (800, 1600).
-    for (const gap of gaps.slice(3)) expect(gap, `a wait past the cap: ${gaps.join(', ')} ms`).toBeLessThan(800);
+    // Capped: the waits past the cap do not keep doubling (800, then 1600); 1200 leaves a loaded machine 800 ms of lateness.
+    for (const gap of gaps.slice(3)) expect(gap, `a wait past the cap: ${gaps.join(', ')} ms`).toBeLessThan(1200);
   });
 });
