@@ -4,25 +4,35 @@
  *   casket mcp --endpoint URL --access-key K --secret-key S [--agent NAME]
  *       the stdio bridge (stdio.ts); env CASKET_MCP_ENDPOINT,
  *       CASKET_MCP_ACCESS_KEY, CASKET_MCP_SECRET_KEY, CASKET_MCP_AGENT.
- *   casket mcp token --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
- *       prints a bearer token for Streamable HTTP clients (token.ts).
+ *   casket mcp token --endpoint URL --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
+ *       prints a bearer token for Streamable HTTP clients (token.ts), once
+ *       the casket at URL has let it in (token-check.ts); --offline instead
+ *       of --endpoint mints it unchecked.
  * Secrets come from flags or env, and are never printed or logged.
  */
 import type { Readable, Writable } from 'node:stream';
 import { runStdioBridge } from './stdio.js';
+import { checkToken } from './token-check.js';
 import { mintToken } from './token.js';
 
 export const MCP_USAGE = `usage:
   casket mcp --endpoint URL --access-key K --secret-key S [--agent NAME]
       serve casket's file tools over stdio, relayed to the casket at URL
       (env CASKET_MCP_ENDPOINT, CASKET_MCP_ACCESS_KEY, CASKET_MCP_SECRET_KEY, CASKET_MCP_AGENT)
-  casket mcp token --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
-      print a bearer token for /_casket/mcp (default --ttl 86400)
+  casket mcp token --endpoint URL --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
+      print a bearer token for /_casket/mcp (default --ttl 86400), once the casket
+      at URL has accepted it: a wrong secret, or an agent the key may not act as,
+      is refused here (exit 2) rather than at the token's first use
+  casket mcp token --offline --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
+      mint without asking a casket: nothing is checked
 `;
 
 export class UsageError extends Error {
   override name = 'UsageError';
 }
+
+/** Flags that take no value. */
+const SWITCHES = new Set(['--offline']);
 
 const FLAGS: Record<string, string> = { '--endpoint': 'CASKET_MCP_ENDPOINT', '--access-key': 'CASKET_MCP_ACCESS_KEY', '--secret-key': 'CASKET_MCP_SECRET_KEY', '--agent': 'CASKET_MCP_AGENT', '--ttl': 'CASKET_MCP_TOKEN_TTL' };
 
@@ -33,6 +43,10 @@ function parse(argv: readonly string[], env: Record<string, string | undefined>)
     const arg = argv[i]!;
     const eq = arg.indexOf('=');
     const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    if (SWITCHES.has(arg)) {
+      out[arg] = 'true';
+      continue;
+    }
     if (!(flag in FLAGS)) throw new UsageError(`unknown option ${flag}\n${MCP_USAGE}`);
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined) throw new UsageError(`${flag} needs a value\n${MCP_USAGE}`);
@@ -53,7 +67,14 @@ export async function mcpCommand(argv: readonly string[], env: Record<string, st
     const ttl = Number(o['--ttl'] ?? 86400);
     if (!Number.isInteger(ttl) || ttl < 1) throw new UsageError('--ttl is a whole number of seconds');
     const agent = o['--agent'];
-    io.stdout.write(`${mintToken(required(o, '--access-key'), required(o, '--secret-key'), { ...(agent && { agent }), ttlSeconds: ttl })}\n`);
+    const offline = o['--offline'] === 'true';
+    if (!offline && !o['--endpoint']) throw new UsageError(`--endpoint URL (or env CASKET_MCP_ENDPOINT) is required: casket checks the token before it is printed (or --offline to mint it unchecked)\n${MCP_USAGE}`);
+    const token = mintToken(required(o, '--access-key'), required(o, '--secret-key'), { ...(agent && { agent }), ttlSeconds: ttl });
+    if (!offline) {
+      const refusal = await checkToken(o['--endpoint']!, token);
+      if (refusal !== undefined) throw new UsageError(refusal);
+    }
+    io.stdout.write(`${token}\n`);
     return;
   }
   const o = parse(argv, env);

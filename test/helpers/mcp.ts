@@ -10,8 +10,18 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CLI, type Cred, type RunningCasket } from './casket.js';
 
-export function mintToken(cred: Cred, options: { agent?: string; ttl?: number } = {}): string {
-  const args = [CLI, 'mcp', 'token', ...(options.agent ? ['--agent', options.agent] : []), ...(options.ttl ? ['--ttl', String(options.ttl)] : [])];
+/**
+ * `casket mcp token`. Given `checkWith`, the casket there checks the token
+ * before it is printed (a refusal throws); without, it is minted --offline,
+ * unchecked — how the tests forge the tokens the endpoint must refuse.
+ */
+export function mintToken(cred: Cred, options: { agent?: string; ttl?: number; checkWith?: Pick<RunningCasket, 'url'> } = {}): string {
+  const args = [
+    CLI, 'mcp', 'token',
+    ...(options.checkWith ? ['--endpoint', options.checkWith.url] : ['--offline']),
+    ...(options.agent ? ['--agent', options.agent] : []),
+    ...(options.ttl ? ['--ttl', String(options.ttl)] : []),
+  ];
   // The secret goes by env, as a user would keep it out of `ps`.
   return execFileSync(process.execPath, args, { env: { ...process.env, CASKET_MCP_ACCESS_KEY: cred.accessKeyId, CASKET_MCP_SECRET_KEY: cred.secretAccessKey }, encoding: 'utf8' }).trim();
 }
