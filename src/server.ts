@@ -405,6 +405,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       url: incoming.url ?? '/',
       headers,
       body: incoming,
+      secure: Boolean(config.tlsCert && config.tlsKey),
       sendContinue: () => {
         if (!continued && headers.expect?.toLowerCase() === '100-continue' && !outgoing.headersSent) outgoing.writeContinue();
         continued = true;

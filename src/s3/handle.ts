@@ -20,6 +20,7 @@ import { resolveTarget } from './addressing.js';
 import { payloadFactory, type RequestContext, type Services } from './context.js';
 import { actualRequestHeaders, preflight } from './cors.js';
 import { detectOperation } from './detect.js';
+import { refuseEncryption } from './encryption.js';
 import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
@@ -41,6 +42,8 @@ export interface RawRequest {
    * as for any S3 request. Never set from the wire.
    */
   verified?: AuthResult;
+  /** The request came over TLS: SSE-C is refused over plain HTTP, as AWS refuses it. */
+  secure?: boolean;
 }
 
 export interface HandleOptions {
@@ -145,6 +148,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     // Policies (docs/design.md §7): checked once here, before any handler asks for the body.
     const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
     for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key: target.key, query, headers: req.headers })) access.authorize(needed);
+    refuseEncryption(req.headers, req.secure === true);
     const ctx: RequestContext = {
       requestId,
       operation,
