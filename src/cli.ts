@@ -30,17 +30,22 @@ function version(): string {
 const USAGE = `casket — an S3 proxy that gives every S3 client compare-and-swap
 
 usage: casket [options]
-       casket mcp … | casket rollback …   (each with --help)
+       casket mcp … | casket rollback … | casket keys …   (each with --help)
        casket --version | --help
 
 ${OPTIONS.map((o) => `  ${o.flag.padEnd(24)} ${o.help}\n  ${''.padEnd(24)} env ${o.env}`).join('\n')}
 `;
 
-function generatedCredential(dataDir: string): { credential: Credential; created: boolean } {
+/**
+ * The data dir's credentials file: every key in it (`casket keys` adds more),
+ * or one admin key made now. The first admin key is the one the banner names.
+ */
+function generatedCredentials(dataDir: string): { credentials: Credential[]; credential: Credential; created: boolean } {
   const file = join(dataDir, 'credentials.json');
   if (existsSync(file)) {
-    const [credential] = parseCredentialsFile(readFileSync(file, 'utf8'), file);
-    if (credential) return { credential, created: false };
+    const credentials = parseCredentialsFile(readFileSync(file, 'utf8'), file);
+    const credential = credentials.find((c) => c.admin) ?? credentials[0];
+    if (credential) return { credentials, credential, created: false };
   }
   const credential: Credential = {
     accessKeyId: `CASKET${randomBytes(7).toString('hex').toUpperCase()}`,
@@ -49,7 +54,7 @@ function generatedCredential(dataDir: string): { credential: Credential; created
   };
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(file, `${JSON.stringify({ credentials: [{ accessKey: credential.accessKeyId, secretKey: credential.secretAccessKey, admin: true }] }, null, 2)}\n`, { mode: 0o600 });
-  return { credential, created: true };
+  return { credentials: [credential], credential, created: true };
 }
 
 /**
@@ -69,6 +74,12 @@ async function main(): Promise<void> {
     const { mcpCommand, MCP_USAGE } = await import('./mcp/command.js');
     if (argv.includes('--help') || argv.includes('-h')) process.stdout.write(MCP_USAGE);
     else await mcpCommand(argv.slice(1), process.env, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+    return;
+  }
+  if (argv[0] === 'keys') {
+    // Make, list, rotate and remove keys in the credentials file (src/keys/command.ts).
+    const { keysCommand } = await import('./keys/command.js');
+    process.exitCode = await keysCommand(argv.slice(1), process.env, { stdout: process.stdout, stderr: process.stderr });
     return;
   }
   if (argv[0] === 'rollback') {
@@ -102,12 +113,13 @@ async function main(): Promise<void> {
   let generated: Credential | undefined;
   let generatedNow = false;
   if (credentials.length === 0) {
-    const g = generatedCredential(config.dataDir);
-    credentials = [g.credential];
+    const g = generatedCredentials(config.dataDir);
+    credentials = g.credentials;
     generated = g.credential;
     generatedNow = g.created;
   }
-  const credentialsFile = raw.credentials;
+  // Without --credentials, the data dir's file is the one `casket keys` edits: reloaded the same way.
+  const credentialsFile = raw.credentials ?? (generated ? join(config.dataDir, 'credentials.json') : undefined);
   if (credentialsFile !== undefined && (statSync(credentialsFile).mode & 0o077) !== 0) {
     log.warn({ file: credentialsFile, mode: (statSync(credentialsFile).mode & 0o777).toString(8) }, 'the credentials file is readable by group or others: chmod 600 it');
   }
