@@ -59,6 +59,7 @@ import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
 import { consoleApp, sessionCredential } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
+import { Drain } from './drain.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -399,7 +400,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
     writeToNode(outcome.response, incoming, outgoing, headers, (bytesOut, complete) => record(outcome, started, complete, bytesOut, Number(headers['content-length'] ?? 0)));
   };
   const serveCasket = getRequestListener(app.fetch, { overrideGlobalObjects: false });
+  // After SIGTERM: Connection: close on what is in flight, 503 + Retry-After for anything new (drain.ts).
+  const drain = new Drain();
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
+    if (!drain.admit(incoming, outgoing)) return;
     if (incoming.url?.startsWith('/_casket/')) {
       void serveCasket(incoming, outgoing);
       return;
@@ -450,6 +454,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     reloadNotifications,
     close: async (drainMs = 0) => {
       if (!closed) {
+        drain.begin();
         closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // Event streams never end by themselves: end them now, as idle connections are.
         eventStream.endAll();
