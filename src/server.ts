@@ -213,7 +213,18 @@ function createBackend(config: Config, state: StateStore, metrics: Metrics, log:
       onProbeError: (error) => log.warn({ upstream: upstream.url, err: error }, 'upstream probe failed; retried on the next conditional write'),
     });
   }
-  return openFsBackend({ dataDir: join(config.dataDir, 'store'), fsync: config.fsync, minPartSize: config.minPartSize });
+  const backend = openFsBackend({
+    dataDir: join(config.dataDir, 'store'),
+    fsync: config.fsync,
+    minPartSize: config.minPartSize,
+    multipartAbandonAfterMs: config.multipartAbandonAfterSeconds * 1000,
+    onAbandoned: (aborted, error) => {
+      if (error !== undefined) log.error({ err: error }, 'could not abort abandoned multipart uploads');
+      for (const a of aborted) log.info({ bucket: a.bucket, key: a.key, uploadId: a.uploadId, rule: a.why }, 'aborted an abandoned multipart upload');
+    },
+  });
+  metrics.incompleteUploadBytes = () => backend.incompleteUploadBytes();
+  return backend;
 }
 
 export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel)): Promise<Casket> {
