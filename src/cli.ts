@@ -20,6 +20,7 @@ import type { Credential } from './auth/credentials.js';
 import { buildConfig, ConfigError, OPTIONS, parseArgs, parseConfigFile, parseCredentialsFile, withFile, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { checkDataDir, checkListen, checkNotifications, checkTls, listenError, readOperatorFile } from './preflight.js';
+import { notReadyReason } from './readiness.js';
 import { startCasket } from './server.js';
 
 /** The version in package.json, which ships beside dist/ (npm pack, the Docker image). */
@@ -63,6 +64,9 @@ function generatedCredentials(dataDir: string): { credentials: Credential[]; cre
  * closes its stores itself. A long poll of the changes feed is cut at this.
  */
 const DRAIN_MS = 8_000;
+
+/** How often casket asks itself whether it is ready yet, after starting not ready. */
+const READY_POLL_MS = 2_000;
 
 async function main(): Promise<void> {
   // File-backed bodies are written and fsynced on libuv's pool; 4 threads
@@ -182,20 +186,36 @@ async function main(): Promise<void> {
         `  console: ${casket.url}/_casket/console (log in with this admin key)\n\n`,
     );
   }
-  log.info(
-    {
-      endpoint: casket.url,
-      // The process to signal: under `npm start` it is not the one the user started.
-      pid: process.pid,
-      backend: config.upstream ? config.upstream.url : 'embedded',
-      dataDir: config.dataDir,
-      guard: config.guard,
-      agentWrites: config.agentWrites,
-      credentials: credentials.length,
-      ...(generated && { accessKeyId: generated.accessKeyId }),
-    },
-    'casket is ready',
-  );
+  // "ready" only when /_casket/ready would say so: with the upstream down,
+  // casket says it listens and why it is not ready, then "ready" once it is.
+  // Not awaited: the signal handlers below are in place while it is asked.
+  const started = {
+    endpoint: casket.url,
+    // The process to signal: under `npm start` it is not the one the user started.
+    pid: process.pid,
+    backend: config.upstream ? config.upstream.url : 'embedded',
+    dataDir: config.dataDir,
+    guard: config.guard,
+    agentWrites: config.agentWrites,
+    credentials: credentials.length,
+    ...(generated && { accessKeyId: generated.accessKeyId }),
+  };
+  let readyTimer: NodeJS.Timeout | undefined;
+  const untilReady = (first: boolean) => {
+    casket.readiness().then(
+      (r) => {
+        if (r.status === 200) log.info(first ? started : { endpoint: casket.url }, 'casket is ready');
+        else {
+          if (first) log.warn({ ...started, notReady: notReadyReason(r) }, `casket is listening; not ready: ${notReadyReason(r)}`);
+          readyTimer = setTimeout(() => untilReady(false), READY_POLL_MS).unref();
+        }
+      },
+      () => {
+        readyTimer = setTimeout(() => untilReady(false), READY_POLL_MS).unref();
+      },
+    );
+  };
+  untilReady(true);
   // A log line that cannot be written (stdout's reader gone: EPIPE) must
   // not keep casket from stopping, so the stop starts before it is logged.
   const note = (fields: object, msg: string) => {
@@ -213,6 +233,7 @@ async function main(): Promise<void> {
       return;
     }
     closing = true;
+    clearTimeout(readyTimer);
     if (credentialsFile !== undefined) unwatchFile(credentialsFile);
     if (notificationsFile !== undefined) unwatchFile(notificationsFile);
     casket.close(DRAIN_MS).then(

@@ -31,7 +31,7 @@ import type { Backend } from './backends/types.js';
 import { parseJsonFile, type Config } from './config.js';
 import { Guard } from './guard/guard.js';
 import { createLogger, type Logger } from './log.js';
-import { readiness } from './readiness.js';
+import { readiness, ReadinessLog, type Readiness } from './readiness.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './s3/context.js';
 import { handleS3, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
@@ -68,6 +68,8 @@ export interface Casket {
   app: Hono<{ Bindings: NodeBindings }>;
   services: Services;
   metrics: Metrics;
+  /** What /_casket/ready answers (readiness.ts); failures are logged once per change. */
+  readiness(): Promise<Readiness>;
   /** Replaces the static credentials and their policies for every request from now on (SIGHUP, a changed file). */
   reloadCredentials(credentials: Credential[]): void;
   /** Reads --notifications again and restarts the webhook workers (SIGHUP, a changed file); throws on a bad file, keeping the old targets. */
@@ -319,8 +321,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
   });
   // Liveness: the process answers. Readiness (readiness.ts): it can serve writes.
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
+  const readinessLog = new ReadinessLog(log);
+  const ready = () => readiness({ backend, state, retention }, readinessLog);
   app.get('/_casket/ready', async (c) => {
-    const r = await readiness({ backend, state, retention }, log);
+    const r = await ready();
     return c.json(r.body, r.status);
   });
   app.get('/_casket/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
@@ -457,6 +461,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     app,
     services,
     metrics,
+    readiness: ready,
     reloadCredentials: (credentials) => {
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
