@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { staticCredentials, type Credential } from './auth/credentials.js';
 import { signedRequestFromNode } from './auth/sigv4.js';
-import { agentStamps, revokeSession, signedByAdmin, writeLog, type AdminResponse } from './admin.js';
+import { adminSignatureRefusal, agentStamps, revokeSession, writeLog, type AdminResponse } from './admin.js';
 import { isS3Error } from './vocabulary/errors.js';
 import { openFsBackend } from './backends/fs/index.js';
 import { openS3Backend } from './backends/s3/index.js';
@@ -371,7 +371,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
   // The event stream (docs/design.md §9): admin credentials only, SigV4-signed
   // by programs, or the console's session cookie (a browser's EventSource cannot sign).
-  const authorizeEvents: Authorize = async (request) => signedByAdmin(request, options.lookup) || sessionCredential(options.lookup, request.headers.get('cookie') ?? undefined) !== undefined;
+  const authorizeEvents: Authorize = async (request) => {
+    const refusal = adminSignatureRefusal(request, options.lookup);
+    return refusal === undefined || sessionCredential(options.lookup, request.headers.get('cookie') ?? undefined) !== undefined || refusal;
+  };
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).

@@ -30,8 +30,8 @@ import { EventTail, message } from './tail.js';
 
 export const EVENTS_PATH = '/_casket/events';
 
-/** Decides whether a request may read the stream (admin credentials only). */
-export type Authorize = (request: Request) => Promise<boolean>;
+/** Decides whether a request may read the stream (admin credentials only): true, or false / why not. */
+export type Authorize = (request: Request) => Promise<boolean | string>;
 
 export interface StreamOptions {
   log: EventLog;
@@ -78,7 +78,8 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
   // Streams that have caught up share one read of the log (tail.ts).
   const tail = new EventTail(log, { pageSize, batchMs, ...(options.tailEvents !== undefined && { keep: options.tailEvents }) });
   const endpoint = async (request: Request): Promise<Response> => {
-    if (!(await options.authorize(request))) return json(403, { error: 'AccessDenied', message: 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
+    const allowed = await options.authorize(request);
+    if (allowed !== true) return json(403, { error: 'AccessDenied', message: typeof allowed === 'string' ? `The event stream: ${allowed}` : 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
     const query = new URL(request.url).searchParams;
     const resume = request.headers.get('last-event-id') ?? query.get('lastEventId') ?? undefined;
     if (resume !== undefined && !log.validId(resume)) return json(400, { error: 'InvalidArgument', message: 'Last-Event-ID is not an id of this event stream.' });
