@@ -143,5 +143,11 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
     async retained(etag) {
       return services.retainer?.get(etag);
     },
+    async writerOf(bucket, key, etag) {
+      const log = await services.state.listWriteLog({ bucket, key, limit: 100 }).catch(() => []);
+      const entry = log.find((e) => e.newETag === etag.replace(/"/g, ''));
+      if (entry?.agent) return { agent: entry.agent };
+      return entry?.accessKey ? { accessKey: entry.accessKey } : {};
+    },
   };
 }

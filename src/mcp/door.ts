@@ -94,6 +94,12 @@ export interface CasketDoor {
   stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
   /** A retained version's content (docs/design.md §6), for a merge whose base is no longer current. */
   retained(etag: string): Promise<Buffer | undefined>;
+  /**
+   * Who wrote a version, from the write log (the agent, else the access key
+   * id; never a secret): for a refusal whose HEAD names no agent, so it says
+   * what the diff says. Empty when the log does not know.
+   */
+  writerOf(bucket: string, key: string, etag: string): Promise<{ agent?: string; accessKey?: string }>;
   /** `--agent-writes`: require (428 on unconditional agent writes) or read-stamp. */
   agentWrites: 'require' | 'read-stamp';
   /** Largest diff served (--diff-max-bytes). */
