@@ -478,9 +478,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
         // Event streams never end by themselves: end them now, as idle connections are.
         eventStream.endAll();
         // A keep-alive connection is closed as soon as it is idle: between
-        // requests, or once the response in flight has been sent.
+        // requests, or once the response in flight has been sent. Swept twice
+        // a second, not more often: a request already on its way (pipelined
+        // behind a response, or sent as that response ended) gets its 503 and
+        // Retry-After (drain.ts) instead of a connection cut under it.
         server.closeIdleConnections();
-        drainTimer = setInterval(() => server.closeIdleConnections(), 50);
+        drainTimer = setInterval(() => server.closeIdleConnections(), 500);
         if (drainMs > 0) {
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
         }
