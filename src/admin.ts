@@ -31,20 +31,23 @@ function authorize(req: SignedRequest, lookup: CredentialLookup): void {
 }
 
 /**
- * Whether a fetch Request is SigV4-signed by an admin credential (the event
- * stream's check, events/stream.ts). The request as it arrived: path and
- * query as sent, headers as received.
+ * The admin credential a fetch Request is SigV4-signed with (the event
+ * stream's check, events/stream.ts), or why it is not, in words that say
+ * what to fix (a missing header is not "sign the request"). The request as it
+ * arrived: path and query as sent, headers as received.
  */
-export function adminSigner(request: Request, lookup: CredentialLookup): Credential | undefined {
+export function adminSigner(request: Request, lookup: CredentialLookup): Credential | string {
   const url = new URL(request.url);
   const raw: string[] = [];
   request.headers.forEach((value, name) => raw.push(name, value));
   try {
     const auth = verifySigV4(signedRequestFromNode(request.method, url.pathname + url.search, raw), lookup);
-    return auth?.credential.admin === true ? auth.credential : undefined;
+    if (!auth) return 'This endpoint needs an admin credential: sign the request (SigV4) with an admin access key.';
+    if (auth.credential.admin !== true) return `This endpoint needs an admin credential: access key ${auth.credential.accessKeyId} is not an admin key.`;
+    return auth.credential;
   } catch (e) {
-    // A signature that does not verify (SignatureDoesNotMatch, a malformed header): not an admin, 403.
-    if (isS3Error(e)) return undefined;
+    // A signature that does not verify (SignatureDoesNotMatch, a missing or malformed header): its own words, 403.
+    if (isS3Error(e)) return `The request's signature was not accepted: ${e.code}: ${e.message}`;
     throw e;
   }
 }

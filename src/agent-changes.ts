@@ -119,7 +119,8 @@ export async function diffFor(auth: AuthResult, services: Services, query: URLSe
   if (!older) return notKept(`Version "${from}" of s3://${bucket}/${key}`);
   const newer = await versionOf(services, bucket, key, to);
   if (!newer) return notKept(to === 'current' ? `The current version of s3://${bucket}/${key} (too large)` : `Version "${to}" of s3://${bucket}/${key}`);
-  const diff = diffVersions(key, older, newer, services.diffMaxBytes ?? 65536);
+  // Paths as bucket/key, as the MCP tools name files (edit_file, apply_patch): one form in every diff.
+  const diff = diffVersions(`${bucket}/${key}`, older, newer, services.diffMaxBytes ?? 65536);
   return {
     status: 200,
     body: diff.body,

@@ -20,6 +20,7 @@ import type { Credential } from './auth/credentials.js';
 import { buildConfig, ConfigError, OPTIONS, parseArgs, parseConfigFile, parseCredentialsFile, withFile, type Config } from './config.js';
 import { createLogger } from './log.js';
 import { checkDataDir, checkListen, checkNotifications, checkTls, listenError, readOperatorFile } from './preflight.js';
+import { notReadyReason } from './readiness.js';
 import { startCasket } from './server.js';
 
 /** The version in package.json, which ships beside dist/ (npm pack, the Docker image). */
@@ -30,17 +31,22 @@ function version(): string {
 const USAGE = `casket — an S3 proxy that gives every S3 client compare-and-swap
 
 usage: casket [options]
-       casket mcp … | casket rollback …   (each with --help)
+       casket mcp … | casket rollback … | casket keys …   (each with --help)
        casket --version | --help
 
 ${OPTIONS.map((o) => `  ${o.flag.padEnd(24)} ${o.help}\n  ${''.padEnd(24)} env ${o.env}`).join('\n')}
 `;
 
-function generatedCredential(dataDir: string): { credential: Credential; created: boolean } {
+/**
+ * The data dir's credentials file: every key in it (`casket keys` adds more),
+ * or one admin key made now. The first admin key is the one the banner names.
+ */
+function generatedCredentials(dataDir: string): { credentials: Credential[]; credential: Credential; created: boolean } {
   const file = join(dataDir, 'credentials.json');
   if (existsSync(file)) {
-    const [credential] = parseCredentialsFile(readFileSync(file, 'utf8'), file);
-    if (credential) return { credential, created: false };
+    const credentials = parseCredentialsFile(readFileSync(file, 'utf8'), file);
+    const credential = credentials.find((c) => c.admin) ?? credentials[0];
+    if (credential) return { credentials, credential, created: false };
   }
   const credential: Credential = {
     accessKeyId: `CASKET${randomBytes(7).toString('hex').toUpperCase()}`,
@@ -49,7 +55,7 @@ function generatedCredential(dataDir: string): { credential: Credential; created
   };
   mkdirSync(dataDir, { recursive: true });
   writeFileSync(file, `${JSON.stringify({ credentials: [{ accessKey: credential.accessKeyId, secretKey: credential.secretAccessKey, admin: true }] }, null, 2)}\n`, { mode: 0o600 });
-  return { credential, created: true };
+  return { credentials: [credential], credential, created: true };
 }
 
 /**
@@ -58,6 +64,9 @@ function generatedCredential(dataDir: string): { credential: Credential; created
  * closes its stores itself. A long poll of the changes feed is cut at this.
  */
 const DRAIN_MS = 8_000;
+
+/** How often casket asks itself whether it is ready yet, after starting not ready. */
+const READY_POLL_MS = 2_000;
 
 async function main(): Promise<void> {
   // File-backed bodies are written and fsynced on libuv's pool; 4 threads
@@ -69,6 +78,12 @@ async function main(): Promise<void> {
     const { mcpCommand, MCP_USAGE } = await import('./mcp/command.js');
     if (argv.includes('--help') || argv.includes('-h')) process.stdout.write(MCP_USAGE);
     else await mcpCommand(argv.slice(1), process.env, { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr });
+    return;
+  }
+  if (argv[0] === 'keys') {
+    // Make, list, rotate and remove keys in the credentials file (src/keys/command.ts).
+    const { keysCommand } = await import('./keys/command.js');
+    process.exitCode = await keysCommand(argv.slice(1), process.env, { stdout: process.stdout, stderr: process.stderr });
     return;
   }
   if (argv[0] === 'rollback') {
@@ -102,12 +117,13 @@ async function main(): Promise<void> {
   let generated: Credential | undefined;
   let generatedNow = false;
   if (credentials.length === 0) {
-    const g = generatedCredential(config.dataDir);
-    credentials = [g.credential];
+    const g = generatedCredentials(config.dataDir);
+    credentials = g.credentials;
     generated = g.credential;
     generatedNow = g.created;
   }
-  const credentialsFile = raw.credentials;
+  // Without --credentials, the data dir's file is the one `casket keys` edits: reloaded the same way.
+  const credentialsFile = raw.credentials ?? (generated ? join(config.dataDir, 'credentials.json') : undefined);
   if (credentialsFile !== undefined && (statSync(credentialsFile).mode & 0o077) !== 0) {
     log.warn({ file: credentialsFile, mode: (statSync(credentialsFile).mode & 0o777).toString(8) }, 'the credentials file is readable by group or others: chmod 600 it');
   }
@@ -170,20 +186,36 @@ async function main(): Promise<void> {
         `  console: ${casket.url}/_casket/console (log in with this admin key)\n\n`,
     );
   }
-  log.info(
-    {
-      endpoint: casket.url,
-      // The process to signal: under `npm start` it is not the one the user started.
-      pid: process.pid,
-      backend: config.upstream ? config.upstream.url : 'embedded',
-      dataDir: config.dataDir,
-      guard: config.guard,
-      agentWrites: config.agentWrites,
-      credentials: credentials.length,
-      ...(generated && { accessKeyId: generated.accessKeyId }),
-    },
-    'casket is ready',
-  );
+  // "ready" only when /_casket/ready would say so: with the upstream down,
+  // casket says it listens and why it is not ready, then "ready" once it is.
+  // Not awaited: the signal handlers below are in place while it is asked.
+  const started = {
+    endpoint: casket.url,
+    // The process to signal: under `npm start` it is not the one the user started.
+    pid: process.pid,
+    backend: config.upstream ? config.upstream.url : 'embedded',
+    dataDir: config.dataDir,
+    guard: config.guard,
+    agentWrites: config.agentWrites,
+    credentials: credentials.length,
+    ...(generated && { accessKeyId: generated.accessKeyId }),
+  };
+  let readyTimer: NodeJS.Timeout | undefined;
+  const untilReady = (first: boolean) => {
+    casket.readiness().then(
+      (r) => {
+        if (r.status === 200) log.info(first ? started : { endpoint: casket.url }, 'casket is ready');
+        else {
+          if (first) log.warn({ ...started, notReady: notReadyReason(r) }, `casket is listening; not ready: ${notReadyReason(r)}`);
+          readyTimer = setTimeout(() => untilReady(false), READY_POLL_MS).unref();
+        }
+      },
+      () => {
+        readyTimer = setTimeout(() => untilReady(false), READY_POLL_MS).unref();
+      },
+    );
+  };
+  untilReady(true);
   // A log line that cannot be written (stdout's reader gone: EPIPE) must
   // not keep casket from stopping, so the stop starts before it is logged.
   const note = (fields: object, msg: string) => {
@@ -201,6 +233,7 @@ async function main(): Promise<void> {
       return;
     }
     closing = true;
+    clearTimeout(readyTimer);
     if (credentialsFile !== undefined) unwatchFile(credentialsFile);
     if (notificationsFile !== undefined) unwatchFile(notificationsFile);
     casket.close(DRAIN_MS).then(

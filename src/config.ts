@@ -52,6 +52,8 @@ export interface Config {
   fsync: boolean;
   /** Smallest part but the last of a multipart upload (S3: 5 MiB). */
   minPartSize: number;
+  /** Embedded store: a multipart upload with no part uploaded for this long is aborted (0: never). */
+  multipartAbandonAfterSeconds: number;
   logLevel: string;
   /** Shortest DurationSeconds STS AssumeRole accepts (AWS: 900). */
   stsMinDurationSeconds: number;
@@ -91,7 +93,7 @@ type RawConfig = Record<
   | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
-  | 'minPartSize' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
+  | 'minPartSize' | 'multipartAbandonAfter' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout'
   | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl' | 'bodyTimeoutMs',
   string | undefined
@@ -118,6 +120,7 @@ export const OPTIONS: Option[] = [
   { flag: '--redis-sentinel-password', env: 'CASKET_REDIS_SENTINEL_PASSWORD', key: 'redisSentinelPassword', help: 'password of the sentinels (env or --config file only)', secret: true },
   { flag: '--redis-min-replicas', env: 'CASKET_REDIS_MIN_REPLICAS', key: 'redisMinReplicas', help: 'replicas that must hold a state change before casket acknowledges it (WAIT); default 1 with --redis-sentinels, 0 with --redis-url' },
   { flag: '--redis-replica-timeout', env: 'CASKET_REDIS_REPLICA_TIMEOUT', key: 'redisReplicaTimeout', help: 'milliseconds to wait for those replicas before answering 503 (default 1000, at most 2000)' },
+  { flag: '--multipart-abandon-after', env: 'CASKET_MULTIPART_ABANDON_AFTER', key: 'multipartAbandonAfter', help: 'seconds a multipart upload may sit idle (no part uploaded) before the embedded store aborts it and frees its parts (default 604800; 0: never)' },
   { flag: '--state-ttl', env: 'CASKET_STATE_TTL', key: 'stateTtl', help: 'seconds a read stamp is kept (default 604800)' },
   { flag: '--state-max-entries', env: 'CASKET_STATE_MAX_ENTRIES', key: 'stateMaxEntries', help: 'most read stamps kept (default 1000000)' },
   { flag: '--upstream', env: 'CASKET_UPSTREAM', key: 'upstream', help: 'URL of an S3 endpoint to proxy instead of the embedded store' },
@@ -309,6 +312,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     ...(raw.tlsKey !== undefined && { tlsKey: raw.tlsKey }),
     fsync: oneOf('--fsync', raw.fsync, ['true', 'false'] as const, 'true') === 'true',
     minPartSize: integer('--min-part-size', raw.minPartSize, 5 * 1024 * 1024),
+    multipartAbandonAfterSeconds: integer('--multipart-abandon-after', raw.multipartAbandonAfter, 7 * 24 * 3600),
     stsMinDurationSeconds: integer('--sts-min-duration', raw.stsMinDuration, 900, 1),
     logLevel: oneOf('--log-level', raw.logLevel, ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
     retainMaxSize: integer('--retain-max-size', raw.retainMaxSize, 1024 * 1024),

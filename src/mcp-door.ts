@@ -147,5 +147,11 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
         throw e;
       });
     },
+    async writerOf(bucket, key, etag) {
+      const log = await services.state.listWriteLog({ bucket, key, limit: 100 }).catch(() => []);
+      const entry = log.find((e) => e.newETag === etag.replace(/"/g, ''));
+      if (entry?.agent) return { agent: entry.agent };
+      return entry?.accessKey ? { accessKey: entry.accessKey } : {};
+    },
   };
 }

@@ -35,6 +35,17 @@ export class Metrics {
     },
   });
 
+  /** Where casket_multipart_incomplete_bytes is read from at each scrape (embedded store only). */
+  incompleteUploadBytes: () => number = () => 0;
+  readonly incompleteUploads = new Gauge({
+    name: 'casket_multipart_incomplete_bytes',
+    help: 'Bytes held by the parts of multipart uploads not completed nor aborted (embedded store; see --multipart-abandon-after)',
+    registers: [this.registry],
+    collect: () => {
+      this.incompleteUploads.set(this.incompleteUploadBytes());
+    },
+  });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

@@ -11,7 +11,11 @@
  *
  * The answer is unauthenticated, like /_casket/health, so it names codes
  * (ECONNREFUSED, ServiceUnavailable, timeout), never a library's message;
- * the detail goes to the log.
+ * the detail goes to the log — once per change, not once per probe (a load
+ * balancer probes every few seconds): a check that starts failing, or fails
+ * another way, is one warn line; one that passes again, one info line. A plain
+ * network error (ECONNREFUSED, a timeout…) is its code, without a stack: it
+ * says where to look, the stack would only say where casket noticed.
  */
 import type { Backend } from './backends/types.js';
 import type { Logger } from './log.js';
@@ -42,7 +46,31 @@ function codeOf(e: unknown): string {
   return typeof x.name === 'string' ? x.name : 'Error';
 }
 
-async function check(name: string, run: () => Promise<unknown>, log: Logger): Promise<Check> {
+/** Errors that are the network's news, not casket's: logged by code, without a stack. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'timeout']);
+
+/** Logs each check's changes (failing, failing otherwise, passing again), per casket. */
+export class ReadinessLog {
+  private readonly failing = new Map<string, string>();
+
+  constructor(private readonly log: Logger) {}
+
+  failed(name: string, e: unknown): void {
+    const code = codeOf(e);
+    const message = (e as Error)?.message ?? String(e);
+    const line = `${code} ${message}`;
+    if (this.failing.get(name) === line) return;
+    this.failing.set(name, line);
+    if (NETWORK_CODES.has(code)) this.log.warn({ check: name, error: code, detail: message }, `readiness check failed: ${name}: ${code}`);
+    else this.log.warn({ check: name, error: code, err: e }, `readiness check failed: ${name}: ${code}`);
+  }
+
+  passed(name: string): void {
+    if (this.failing.delete(name)) this.log.info({ check: name }, `readiness check passes again: ${name}`);
+  }
+}
+
+async function check(name: string, run: () => Promise<unknown>, log: ReadinessLog): Promise<Check> {
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
@@ -51,17 +79,25 @@ async function check(name: string, run: () => Promise<unknown>, log: Logger): Pr
         timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`), { code: 'timeout' })), CHECK_TIMEOUT_MS);
       }),
     ]);
+    log.passed(name);
     return { ok: true };
   } catch (e) {
-    log.warn({ check: name, err: e }, 'readiness check failed');
+    log.failed(name, e);
     return { ok: false, error: codeOf(e) };
   } finally {
     clearTimeout(timer);
   }
 }
 
-export async function readiness(parts: { backend: Backend; state: StateStore; retention?: Retention | undefined }, log: Logger): Promise<Readiness> {
+/** Why not ready, in one line: `backend ECONNREFUSED, state timeout`. */
+export function notReadyReason(r: Readiness): string {
+  return Object.entries(r.body.checks).filter(([, c]) => !c.ok).map(([name, c]) => `${name} ${c.error ?? 'failed'}`).join(', ');
+}
+
+export async function readiness(parts: { backend: Backend; state: StateStore; retention?: Retention | undefined }, logTo: ReadinessLog | Logger): Promise<Readiness> {
   const { backend, state, retention } = parts;
+  // A caller without the casket's ReadinessLog (the console's setup page) logs what it finds, as a first probe would.
+  const log = logTo instanceof ReadinessLog ? logTo : new ReadinessLog(logTo);
   // The upstream backend exposes its capability probe; a failed probe is retried by asking again.
   const probed = (backend as { capabilities?: () => Promise<unknown> }).capabilities;
   const entries = await Promise.all([

@@ -31,7 +31,7 @@ import type { Backend } from './backends/types.js';
 import { parseJsonFile, type Config } from './config.js';
 import { Guard } from './guard/guard.js';
 import { createLogger, type Logger } from './log.js';
-import { readiness } from './readiness.js';
+import { readiness, ReadinessLog, type Readiness } from './readiness.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './s3/context.js';
 import { handleS3, newRequestId, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
@@ -60,6 +60,7 @@ import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
+import { Drain } from './drain.js';
 
 export interface Casket {
   /** e.g. http://127.0.0.1:9000 */
@@ -68,6 +69,8 @@ export interface Casket {
   app: Hono<{ Bindings: NodeBindings }>;
   services: Services;
   metrics: Metrics;
+  /** What /_casket/ready answers (readiness.ts); failures are logged once per change. */
+  readiness(): Promise<Readiness>;
   /** Replaces the static credentials and their policies for every request from now on (SIGHUP, a changed file). */
   reloadCredentials(credentials: Credential[]): void;
   /** Reads --notifications again and restarts the webhook workers (SIGHUP, a changed file); throws on a bad file, keeping the old targets. */
@@ -213,7 +216,18 @@ function createBackend(config: Config, state: StateStore, metrics: Metrics, log:
       onProbeError: (error) => log.warn({ upstream: upstream.url, err: error }, 'upstream probe failed; retried on the next conditional write'),
     });
   }
-  return openFsBackend({ dataDir: join(config.dataDir, 'store'), fsync: config.fsync, minPartSize: config.minPartSize });
+  const backend = openFsBackend({
+    dataDir: join(config.dataDir, 'store'),
+    fsync: config.fsync,
+    minPartSize: config.minPartSize,
+    multipartAbandonAfterMs: config.multipartAbandonAfterSeconds * 1000,
+    onAbandoned: (aborted, error) => {
+      if (error !== undefined) log.error({ err: error }, 'could not abort abandoned multipart uploads');
+      for (const a of aborted) log.info({ bucket: a.bucket, key: a.key, uploadId: a.uploadId, rule: a.why }, 'aborted an abandoned multipart upload');
+    },
+  });
+  metrics.incompleteUploadBytes = () => backend.incompleteUploadBytes();
+  return backend;
 }
 
 export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel)): Promise<Casket> {
@@ -314,8 +328,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
   });
   // Liveness: the process answers. Readiness (readiness.ts): it can serve writes.
   app.get('/_casket/health', (c) => c.json({ status: 'ok' }));
+  const readinessLog = new ReadinessLog(log);
+  const ready = () => readiness({ backend, state, retention }, readinessLog);
   app.get('/_casket/ready', async (c) => {
-    const r = await readiness({ backend, state, retention }, log);
+    const r = await ready();
     return c.json(r.body, r.status);
   });
   app.get('/_casket/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
@@ -364,11 +380,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
   // by programs, or the console's session cookie (a browser's EventSource cannot sign).
   // A stream holds while its credential does (events/stream.ts): the same key
   // and secret still admin, or the session not expired nor logged out anywhere.
+  // A refusal says why: the signature's own error, or the key is no admin's.
   const authorizeEvents: Authorize = async (request) => {
     const signer = adminSigner(request, options.lookup);
-    if (signer) return async () => options.lookup(signer.accessKeyId)?.admin === true && options.lookup(signer.accessKeyId)?.secretAccessKey === signer.secretAccessKey;
+    if (typeof signer !== 'string') return async () => options.lookup(signer.accessKeyId)?.admin === true && options.lookup(signer.accessKeyId)?.secretAccessKey === signer.secretAccessKey;
     const cookie = request.headers.get('cookie') ?? undefined;
-    if (!(await liveSession(options.lookup, state, cookie))) return false;
+    if (!(await liveSession(options.lookup, state, cookie))) return signer;
     return async () => (await liveSession(options.lookup, state, cookie)) !== undefined;
   };
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
@@ -425,7 +442,10 @@ export async function startCasket(config: Config, credentials: Credential[], log
     writeToNode(outcome.response, incoming, outgoing, headers, (bytesOut, complete) => record(outcome, started, complete, bytesOut, Number(headers['content-length'] ?? 0)));
   };
   const serveCasket = getRequestListener(app.fetch, { overrideGlobalObjects: false });
+  // After SIGTERM: Connection: close on what is in flight, 503 + Retry-After for anything new (drain.ts).
+  const drain = new Drain();
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
+    if (!drain.admit(incoming, outgoing)) return;
     if (incoming.url?.startsWith('/_casket/')) {
       watchBody(incoming, outgoing, {
         idleMs: config.bodyTimeoutMs,
@@ -478,6 +498,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
     app,
     services,
     metrics,
+    readiness: ready,
     reloadCredentials: (credentials) => {
       // Handlers and admin routes read options.lookup per request: one assignment swaps them all.
       options.lookup = staticCredentials(credentials);
@@ -488,13 +509,17 @@ export async function startCasket(config: Config, credentials: Credential[], log
     reloadNotifications,
     close: async (drainMs = 0) => {
       if (!closed) {
+        drain.begin();
         closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // Event streams never end by themselves: end them now, as idle connections are.
         eventStream.endAll();
         // A keep-alive connection is closed as soon as it is idle: between
-        // requests, or once the response in flight has been sent.
+        // requests, or once the response in flight has been sent. Swept twice
+        // a second, not more often: a request already on its way (pipelined
+        // behind a response, or sent as that response ended) gets its 503 and
+        // Retry-After (drain.ts) instead of a connection cut under it.
         server.closeIdleConnections();
-        drainTimer = setInterval(() => server.closeIdleConnections(), 50);
+        drainTimer = setInterval(() => server.closeIdleConnections(), 500);
         if (drainMs > 0) {
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
         }

@@ -90,6 +90,31 @@ export async function withSession(lookup: CredentialLookup, sessions: SessionSou
   return (accessKeyId) => (accessKeyId === id ? credential : lookup(accessKeyId));
 }
 
+/**
+ * A minted session key signed without its session token fails as an unknown
+ * key (InvalidAccessKeyId, as on AWS); when the key is one of casket's live
+ * sessions, the error says what is missing. Asked only for a session-form key
+ * (ASIA…) that is not a static key and came without a token (a synchronous
+ * test first: static keys never wait); a state store
+ * that does not answer leaves the plain error.
+ */
+export function sessionKeyWithoutToken(lookup: CredentialLookup, headers: Record<string, string>, rawQuery: string): string | undefined {
+  if (sessionTokenOf(headers, rawQuery) !== undefined) return undefined;
+  const accessKeyId = accessKeyIdOf(headers, rawQuery);
+  if (accessKeyId === undefined || !accessKeyId.startsWith(SESSION_KEY_PREFIX) || lookup(accessKeyId)) return undefined;
+  return accessKeyId;
+}
+
+/** The InvalidAccessKeyId with the hint, when `accessKeyId` (from sessionKeyWithoutToken) is a live session's. */
+export async function missingSessionToken(sessions: SessionSource, accessKeyId: string): Promise<S3Error | undefined> {
+  const record = await sessions.getSession(accessKeyId).catch(() => undefined);
+  if (!record) return undefined;
+  return new S3Error('InvalidAccessKeyId', {
+    message: 'The AWS Access Key Id you provided does not exist in our records: this key is a temporary credential: send its session token in x-amz-security-token (X-Amz-Security-Token in a presigned URL).',
+    fields: { AWSAccessKeyId: accessKeyId },
+  });
+}
+
 /** Fresh key material for a session: ASIA + 16 characters, a 40-character secret, an opaque token. */
 export function newSessionKeys(): { accessKeyId: string; secretAccessKey: string; sessionToken: string } {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';

@@ -14,6 +14,7 @@
  * - A refused condition throws `ConditionFailed` with the current object.
  */
 import type { CorsRule } from '../vocabulary/cors.js';
+import type { LifecycleRule } from '../vocabulary/lifecycle.js';
 import type { Readable } from 'node:stream';
 import type { ChecksumAlgorithm, ChecksumType } from '../vocabulary/checksums.js';
 
@@ -410,6 +411,16 @@ export interface Backend {
   getBucketCors?(bucket: string): Promise<CorsRule[] | null>;
   /** Replaces the bucket's CORS rules; null deletes them. */
   putBucketCors?(bucket: string, rules: CorsRule[] | null): Promise<void>;
+  /**
+   * The bucket's AbortIncompleteMultipartUpload lifecycle rules (null: none),
+   * kept and enforced by the embedded store. Absent in front of an upstream,
+   * which enforces its own: casket forwards the configuration there.
+   */
+  getBucketLifecycle?(bucket: string): Promise<LifecycleRule[] | null>;
+  /** Replaces the bucket's lifecycle rules; null deletes them. */
+  putBucketLifecycle?(bucket: string, rules: LifecycleRule[] | null): Promise<void>;
+  /** Bytes held by the parts of uploads not completed (embedded store). */
+  incompleteUploadBytes?(): number;
 
   /**
    * S3 versioning kept by the embedded store (docs/design.md §10). Absent in

@@ -76,10 +76,11 @@ function label(v: Version): string {
   return v.content === null ? `"${v.etag}" (deleted)` : `"${v.etag}" (${by})`;
 }
 
-export function diffVersions(key: string, from: Version, to: Version, maxBytes: number): RenderedDiff {
+/** `path` is bucket/key: the diff's file names are a/bucket/key and b/bucket/key, as the MCP tools' diffs. */
+export function diffVersions(path: string, from: Version, to: Version, maxBytes: number): RenderedDiff {
   const a = from.content ?? Buffer.alloc(0);
   const b = to.content ?? Buffer.alloc(0);
-  if (isText(a) && isText(b)) return unified(key, from, to, a.toString('utf8'), b.toString('utf8'), maxBytes);
+  if (isText(a) && isText(b)) return unified(path, from, to, a.toString('utf8'), b.toString('utf8'), maxBytes);
   return binary(from, to, a, b, maxBytes);
 }
 

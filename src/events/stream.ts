@@ -40,9 +40,10 @@ export type StillAllowed = () => Promise<boolean>;
 
 /**
  * Decides whether a request may read the stream (admin credentials only):
- * false refuses; a StillAllowed grants it for as long as that check holds.
+ * false, or why not, refuses; true, or a StillAllowed, grants it — the latter
+ * for as long as that check holds.
  */
-export type Authorize = (request: Request) => Promise<boolean | StillAllowed>;
+export type Authorize = (request: Request) => Promise<boolean | string | StillAllowed>;
 
 export interface StreamOptions {
   log: EventLog;
@@ -96,7 +97,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
   const tail = new EventTail(log, { pageSize, batchMs, ...(options.tailEvents !== undefined && { keep: options.tailEvents }) });
   const endpoint = async (request: Request): Promise<Response> => {
     const granted = await options.authorize(request);
-    if (!granted) return json(403, { error: 'AccessDenied', message: 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
+    if (granted !== true && typeof granted !== 'function') return json(403, { error: 'AccessDenied', message: typeof granted === 'string' ? `The event stream: ${granted}` : 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
     const query = new URL(request.url).searchParams;
     const resume = request.headers.get('last-event-id') ?? query.get('lastEventId') ?? undefined;
     if (resume !== undefined && !log.validId(resume)) return json(400, { error: 'InvalidArgument', message: 'Last-Event-ID is not an id of this event stream.' });

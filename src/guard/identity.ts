@@ -7,7 +7,7 @@
  */
 import { S3Error } from '../vocabulary/errors.js';
 
-const AGENT_NAME = /^[\x21-\x7e]{1,128}$/;
+export const AGENT_NAME = /^[\x21-\x7e]{1,128}$/;
 
 export function resolveAgent(boundAgent: string | undefined, headerValue: string | undefined): string | undefined {
   const claimed = headerValue?.trim();

@@ -99,6 +99,12 @@ export interface CasketDoor {
    * undefined, as one nobody kept (docs/design.md §14).
    */
   retained(caller: Caller, bucket: string, key: string, etag: string): Promise<Buffer | undefined>;
+  /**
+   * Who wrote a version, from the write log (the agent, else the access key
+   * id; never a secret): for a refusal whose HEAD names no agent, so it says
+   * what the diff says. Empty when the log does not know.
+   */
+  writerOf(bucket: string, key: string, etag: string): Promise<{ agent?: string; accessKey?: string }>;
   /** `--agent-writes`: require (428 on unconditional agent writes) or read-stamp. */
   agentWrites: 'require' | 'read-stamp';
   /** Largest diff served (--diff-max-bytes). */

@@ -12,6 +12,14 @@ import type { Caller, CasketDoor, S3Failure } from './door.js';
 import type { ObjectPath } from './paths.js';
 import { showPath } from './paths.js';
 import { toolError } from './results.js';
+import { writtenBy } from '../vocabulary/writer.js';
+
+/**
+ * A line-based three-way merge (changes/merge.ts, as diff3 and git) refuses
+ * edits that overlap and edits of adjacent lines alike: what a merge conflict
+ * truthfully says, since it cannot tell which of the two it was.
+ */
+export const SAME_OR_ADJACENT = 'change the same or adjacent lines (a line merge needs an unchanged line between two edits)';
 
 export interface RefusalContext {
   door: CasketDoor;
@@ -38,11 +46,15 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
   const where = showPath(ctx.path);
   const reason = f.fields.Reason ?? f.code;
   const current = f.fields.CurrentETag;
-  const writer = f.fields.LastWriter;
+  // A refusal built from a HEAD (edit_file's changedSince) knows the agent only: the write log knows the person's key too.
+  const logged = !f.fields.LastWriter && !f.fields.LastWriterAccessKey && current ? await ctx.door.writerOf(ctx.path.bucket, ctx.path.key, current).catch(() => ({}) as { agent?: string; accessKey?: string }) : {};
+  const writer = f.fields.LastWriter ?? logged.agent;
+  const writerKey = f.fields.LastWriterAccessKey ?? logged.accessKey;
   const when = f.fields.LastModified;
   const identical = f.fields.IdenticalContent === 'true';
   const lastRead = f.fields.LastReadETag ?? ctx.base;
-  const by = writer ? ` by agent "${writer}"` : ' by a request without an agent';
+  // The same words as the diff's header lines and the S3 refusal (vocabulary/writer.ts): the agent, else the access key.
+  const by = ` by ${writtenBy({ ...(writer && { agent: writer }), ...(writerKey && { accessKey: writerKey }) })}`;
   const at = when ? ` at ${when}` : '';
   const reread = `read_text_file {"path": "${where}"} (the whole file: no head, tail, offset or limit)`;
   const retry = current ? `, then ${ctx.tool} again with "expected_etag": "${current.replace(/"/g, '\\"')}"` : `, then ${ctx.tool} again`;
@@ -64,7 +76,7 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       }
       text =
         reason === 'merge-conflict'
-          ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) change the same lines, so they could not be merged. Nothing was written.`
+          ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) ${SAME_OR_ADJACENT}, so they could not be merged. Nothing was written.`
           : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, the one you named` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
       next = `${reread}${retry}`;
       break;
@@ -98,7 +110,7 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       text = `Refused: ${f.code}: ${f.message} Nothing was written.`;
   }
   if (identical) {
-    text += ` The current content is byte-for-byte what you sent: if that was your own earlier call, it landed; if not, ${writer ? `agent "${writer}"` : 'someone else'} made the same change, and yours would be a second one.`;
+    text += ` The current content is byte-for-byte what you sent: if that was your own earlier call, it landed; if not, ${writer ? `agent "${writer}"` : writerKey ? `access key "${writerKey}"` : 'someone else'} made the same change, and yours would be a second one.`;
   }
   const diff = current ? await linkedDiff(ctx, f.fields.Diff, lastRead, current).catch(() => undefined) : undefined;
   if (next) text += `\nNext: ${next}.`;
@@ -108,6 +120,7 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
     path: where,
     ...(current !== undefined && { current_etag: current }),
     ...(writer !== undefined && { last_writer: writer }),
+    ...(writerKey !== undefined && { last_writer_access_key: writerKey }),
     ...(when !== undefined && { last_modified: when }),
     ...(lastRead !== undefined && { your_version: lastRead }),
     identical,

@@ -182,6 +182,6 @@ async function conflict(services: Services, agent: string, h: KeyHistory, curren
   if (mine === undefined || current.content === undefined) return out;
   const from: Version = { etag: h.agentLast ?? 'deleted', writer: agent, content: mine };
   const to: Version = { etag: current.etag ?? 'deleted', content: current.content, ...(writer.agent !== undefined && { writer: writer.agent }), ...(writer.accessKey !== undefined && { writerAccessKey: writer.accessKey }) };
-  const diff = diffVersions(h.key, from, to, services.diffMaxBytes ?? 65536);
+  const diff = diffVersions(`${h.bucket}/${h.key}`, from, to, services.diffMaxBytes ?? 65536);
   return { ...out, diff: diff.body, diffContentType: diff.contentType, ...(diff.truncated && { diffTruncated: true }) };
 }

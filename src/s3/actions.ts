@@ -123,6 +123,9 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   PutBucketCors: onBucket('s3:PutBucketCORS'),
   DeleteBucketCors: onBucket('s3:PutBucketCORS'),
   GetBucketLifecycleConfiguration: onBucket('s3:GetLifecycleConfiguration'),
+  // IAM has no DeleteLifecycleConfiguration action: deleting the rules is s3:PutLifecycleConfiguration.
+  PutBucketLifecycleConfiguration: onBucket('s3:PutLifecycleConfiguration'),
+  DeleteBucketLifecycle: onBucket('s3:PutLifecycleConfiguration'),
   GetBucketTagging: onBucket('s3:GetBucketTagging'),
   ListObjects: listing,
   ListObjectsV2: listing,

@@ -61,11 +61,13 @@ export function detectOperation(method: string, bucket: string | undefined, key:
       case 'PUT':
         if (has('acl')) return 'PutBucketAcl';
         if (has('cors')) return 'PutBucketCors';
+        if (has('lifecycle')) return 'PutBucketLifecycleConfiguration';
         if (has('versioning')) return 'PutBucketVersioning';
         if (firstUnsupported(query)) break;
         return 'CreateBucket';
       case 'DELETE':
         if (has('cors')) return 'DeleteBucketCors';
+        if (has('lifecycle')) return 'DeleteBucketLifecycle';
         if (firstUnsupported(query)) break;
         return 'DeleteBucket';
       case 'POST':

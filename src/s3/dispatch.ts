@@ -6,6 +6,7 @@ import type { Handler } from './context.js';
 import type { Operation } from './operations.js';
 import * as bucketConfig from './operations/bucket-config.js';
 import * as bucketCors from './operations/bucket-cors.js';
+import * as bucketLifecycle from './operations/bucket-lifecycle.js';
 import * as bucketVersioning from './operations/bucket-versioning.js';
 import * as buckets from './operations/buckets.js';
 import { CopyObject } from './operations/copy-object.js';
@@ -32,7 +33,9 @@ export const HANDLERS: Record<Operation, Handler> = {
   GetBucketCors: bucketCors.GetBucketCors,
   PutBucketCors: bucketCors.PutBucketCors,
   DeleteBucketCors: bucketCors.DeleteBucketCors,
-  GetBucketLifecycleConfiguration: bucketConfig.GetBucketLifecycleConfiguration,
+  GetBucketLifecycleConfiguration: bucketLifecycle.GetBucketLifecycleConfiguration,
+  PutBucketLifecycleConfiguration: bucketLifecycle.PutBucketLifecycleConfiguration,
+  DeleteBucketLifecycle: bucketLifecycle.DeleteBucketLifecycle,
   GetBucketTagging: bucketConfig.GetBucketTagging,
   ListObjects,
   ListObjectsV2,

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Credential, CredentialLookup } from '../auth/credentials.js';
-import { sessionRequest, withSession } from '../auth/sessions.js';
+import { missingSessionToken, sessionKeyWithoutToken, sessionRequest, withSession } from '../auth/sessions.js';
 import type { AuthResult } from '../auth/sigv4.js';
 import { verifySignature } from '../auth/verify.js';
 import { assumeRole, isStsRequest } from '../sts/assume-role.js';
@@ -131,6 +131,11 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     // Session credentials (x-amz-security-token) wait for the state store; static keys do not.
     const session = req.verified ? undefined : sessionRequest(options.lookup, req.headers, rawQuery);
     const lookup = session ? await withSession(options.lookup, services.state, session) : options.lookup;
+    const tokenless = session || req.verified ? undefined : sessionKeyWithoutToken(options.lookup, req.headers, rawQuery);
+    if (tokenless !== undefined) {
+      const missing = await missingSessionToken(services.state, tokenless);
+      if (missing) throw missing;
+    }
     const auth = req.verified ?? verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, lookup, options.domain !== undefined ? { domain: options.domain } : {});
     const target = resolveTarget(rawPath, req.headers.host, options.domain);
     outcome.bucket = target.bucket;

@@ -20,6 +20,8 @@ export const OPERATIONS = [
   'PutBucketCors',
   'DeleteBucketCors',
   'GetBucketLifecycleConfiguration',
+  'PutBucketLifecycleConfiguration',
+  'DeleteBucketLifecycle',
   'GetBucketTagging',
   'ListObjects',
   'ListObjectsV2',

@@ -67,7 +67,7 @@ function advice(r: Refusal, etag: (e: string) => string): string {
     case 'not-read':
       return `You have not read ${where}, which exists (version ${current}${by}). Read it first${retry}.`;
     case 'merge-conflict':
-      return `Your edit of ${where} and the current version ${current}${by} change the same lines, so casket could not merge them.`;
+      return `Your edit of ${where} and the current version ${current}${by} change the same or adjacent lines (a line merge needs an unchanged line between two edits), so casket could not merge them.`;
   }
 }
 

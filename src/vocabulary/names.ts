@@ -13,25 +13,39 @@ import { S3Error } from './errors.js';
 
 export const MAX_KEY_BYTES = 1024;
 
-const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
 const IP_ADDRESS = /^\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}$/;
 const RESERVED_PREFIXES = ['xn--', 'sthree-', 'amzn-s3-demo-'];
 const RESERVED_SUFFIXES = ['-s3alias', '--ol-s3', '.mrap', '--x-s3', '--table-s3'];
 
-export function isValidBucketName(name: string): boolean {
-  return (
-    BUCKET_NAME.test(name) &&
-    !IP_ADDRESS.test(name) &&
-    !name.includes('..') &&
-    !name.includes('.-') &&
-    !name.includes('-.') &&
-    !RESERVED_PREFIXES.some((p) => name.startsWith(p)) &&
-    !RESERVED_SUFFIXES.some((s) => name.endsWith(s))
-  );
+/**
+ * Why a bucket name breaks AWS's rules, in their words; undefined when it
+ * keeps them. InvalidBucketName carries this, so the client learns which rule.
+ */
+export function bucketNameProblem(name: string): string | undefined {
+  if (name.length < 3) return `a bucket name must be at least 3 characters long; this one has ${name.length}`;
+  if (name.length > 63) return `a bucket name must be at most 63 characters long; this one has ${name.length}`;
+  if (/[A-Z]/.test(name)) return 'a bucket name must not contain capital letters: only lowercase letters, digits, dots (.) and hyphens (-)';
+  const bad = /[^a-z0-9.-]/.exec(name);
+  if (bad) return `a bucket name may contain only lowercase letters, digits, dots (.) and hyphens (-); ${JSON.stringify(bad[0])} is not`;
+  if (!/^[a-z0-9]/.test(name) || !/[a-z0-9]$/.test(name)) return 'a bucket name must begin and end with a lowercase letter or a digit';
+  if (name.includes('..') || name.includes('.-') || name.includes('-.')) return 'a bucket name must not contain two adjacent periods, nor a period next to a hyphen';
+  if (IP_ADDRESS.test(name)) return 'a bucket name must not be formatted as an IP address (e.g. 192.168.5.4)';
+  const prefix = RESERVED_PREFIXES.find((p) => name.startsWith(p));
+  if (prefix) return `a bucket name must not start with the reserved prefix ${prefix}`;
+  const suffix = RESERVED_SUFFIXES.find((x) => name.endsWith(x));
+  if (suffix) return `a bucket name must not end with the reserved suffix ${suffix}`;
+  return undefined;
 }
 
+export function isValidBucketName(name: string): boolean {
+  return bucketNameProblem(name) === undefined;
+}
+
+const BUCKET_RULES = 'https://docs.aws.amazon.com/AmazonS3/latest/userguide/bucketnamingrules.html';
+
 export function validateBucketName(name: string): void {
-  if (!isValidBucketName(name)) throw new S3Error('InvalidBucketName', { fields: { BucketName: name } });
+  const problem = bucketNameProblem(name);
+  if (problem !== undefined) throw new S3Error('InvalidBucketName', { message: `The specified bucket is not valid: ${problem} (${BUCKET_RULES}).`, fields: { BucketName: name } });
 }
 
 /** With the `u` flag a surrogate class matches only unpaired surrogates: text that has no UTF-8 form. */

@@ -239,8 +239,8 @@ describe('one casket', () => {
     expect(diff.status).toBe(200);
     expect(diff.headers['content-type']).toMatch(/^text\/x-diff/);
     expect(changedLines(diff.body)).toEqual(['-- item 2.7: something to remember about topic 2', '+- item 2.7: changed by alice']);
-    expect(diff.body).toContain(`+++ b/stale.md\t${written.ETag} (written by agent "alice")`);
-    expect(diff.body).toContain(`--- a/stale.md\t"${sha(base)}"`);
+    expect(diff.body).toContain(`+++ b/${bucket}/stale.md\t${written.ETag} (written by agent "alice")`);
+    expect(diff.body).toContain(`--- a/${bucket}/stale.md\t"${sha(base)}"`);
 
     // The feed, with the agent's own key: the change once, then nothing past the cursor.
     const feed = await fetchSigned(casket.url, casket.agents.bob!, `/_casket/agents/bob/changes?since=${cursor}`);
@@ -274,8 +274,8 @@ describe('one casket', () => {
 
     const diff = await fetchSigned(casket.url, casket.agents.bob!, f.error.Diff as string);
     expect(diff.status).toBe(200);
-    expect(diff.body).toContain(`--- a/person.md\t${quoted(base)} (written by agent "alice")`);
-    expect(diff.body).toContain(`+++ b/person.md\t${quoted(theirs)} (written by access key "${key}")`);
+    expect(diff.body).toContain(`--- a/${bucket}/person.md\t${quoted(base)} (written by agent "alice")`);
+    expect(diff.body).toContain(`+++ b/${bucket}/person.md\t${quoted(theirs)} (written by access key "${key}")`);
 
     const feed = JSON.parse((await fetchSigned(casket.url, casket.agents.bob!, '/_casket/agents/bob/changes')).body);
     expect(feed.changes.filter((c: { key: string }) => c.key === 'person.md')).toEqual([expect.objectContaining({ writer: null, writerAccessKey: key, currentETag: quoted(theirs) })]);

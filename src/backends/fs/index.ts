@@ -59,6 +59,8 @@ import { Buckets } from './buckets.js';
 import type { CorsRule } from '../../vocabulary/cors.js';
 import { WalDurability } from './durability.js';
 import { Multipart } from './multipart.js';
+import { AbandonedUploads, type Abandoned } from './abandoned-uploads.js';
+import type { LifecycleRule } from '../../vocabulary/lifecycle.js';
 import { Objects } from './objects.js';
 import { BlobReaper } from './reaper.js';
 import { openDatabase } from './schema.js';
@@ -84,7 +86,15 @@ export interface FsBackendOptions {
   readerLeaseMs?: number;
   /** With fsync on, the most time between a commit and the WAL sync that makes it durable (default 1000 ms). */
   walSyncIntervalMs?: number;
+  /** A multipart upload with no part for this long is aborted (abandoned-uploads.ts); 0: only lifecycle rules abort. Default 7 days. */
+  multipartAbandonAfterMs?: number;
+  /** Told of the uploads each sweep aborted (and of a sweep that failed). */
+  onAbandoned?: (aborted: Abandoned[], error?: unknown) => void;
 }
+
+export const DEFAULT_MULTIPART_ABANDON_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+/** Lifecycle rules count in days: an hour between sweeps is ample; a short idle limit is swept four times per period. */
+const MAX_SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /** What the garbage collection at open found. */
 export interface Recovery {
@@ -103,6 +113,8 @@ export function openFsBackend(options: FsBackendOptions): FsBackend {
 
 export class FsBackend implements Backend {
   private closing: Promise<void> | undefined;
+  private sweepTimer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
 
   private constructor(
     readonly dataDir: string,
@@ -116,8 +128,44 @@ export class FsBackend implements Backend {
       objects: Objects;
       multipart: Multipart;
       versionListing: VersionListing;
+      abandoned: AbandonedUploads;
     },
-  ) {}
+    private readonly abandonAfterMs: number,
+    private readonly onAbandoned: FsBackendOptions['onAbandoned'],
+  ) {
+    const every = Math.min(MAX_SWEEP_INTERVAL_MS, Math.max(1000, abandonAfterMs / 4 || MAX_SWEEP_INTERVAL_MS));
+    // At start (an upload abandoned while casket was down), then periodically.
+    this.sweepTimer = setTimeout(function sweep(this: FsBackend) {
+      void this.sweepAbandonedUploads().finally(() => {
+        if (this.closing === undefined) this.sweepTimer = setTimeout(sweep.bind(this), every).unref();
+      });
+    }.bind(this), 0).unref();
+  }
+
+  /** Aborts the uploads lifecycle rules or the idle limit say to (abandoned-uploads.ts); runs by itself, callable for tests. */
+  sweepAbandonedUploads(now = Date.now()): Promise<void> {
+    this.sweeping ??= this.parts.abandoned.reap(now, this.abandonAfterMs).then(
+      (aborted) => this.onAbandoned?.(aborted),
+      (e: unknown) => this.onAbandoned?.([], e),
+    ).finally(() => {
+      this.sweeping = undefined;
+    });
+    return this.sweeping;
+  }
+
+  async getBucketLifecycle(bucket: string): Promise<LifecycleRule[] | null> {
+    return this.parts.abandoned.lifecycle(bucket);
+  }
+
+  async putBucketLifecycle(bucket: string, rules: LifecycleRule[] | null): Promise<void> {
+    this.parts.abandoned.setLifecycle(bucket, rules);
+    this.parts.durability.committed();
+  }
+
+  /** Bytes held by the parts of uploads not completed (the metric casket_multipart_incomplete_bytes). */
+  incompleteUploadBytes(): number {
+    return this.parts.abandoned.bytes();
+  }
 
   static open(options: FsBackendOptions): FsBackend {
     const fsync = options.fsync ?? true;
@@ -140,7 +188,14 @@ export class FsBackend implements Backend {
       };
       const objects = new Objects(store);
       const multipart = new Multipart(store, objects, options.minPartSize ?? DEFAULT_MIN_PART_SIZE);
-      return new FsBackend(options.dataDir, recovery, { db, blobs, reaper, durability, buckets, objects, multipart, versionListing: new VersionListing(db) });
+      const abandoned = new AbandonedUploads(db, multipart);
+      return new FsBackend(
+        options.dataDir,
+        recovery,
+        { db, blobs, reaper, durability, buckets, objects, multipart, versionListing: new VersionListing(db), abandoned },
+        options.multipartAbandonAfterMs ?? DEFAULT_MULTIPART_ABANDON_AFTER_MS,
+        options.onAbandoned,
+      );
     } catch (e) {
       db.close();
       throw e;
@@ -253,6 +308,8 @@ export class FsBackend implements Backend {
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      clearTimeout(this.sweepTimer);
+      await this.sweeping;
       const { reaper, durability, blobs, db } = this.parts;
       await reaper.flush();
       await durability.close();

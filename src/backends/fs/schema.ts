@@ -58,6 +58,10 @@
  * `objects` stays one row per key holding its current version when that is
  * not a delete marker, so reads, conditions and ListObjects never look at
  * history.
+ *
+ * Migration 5 (multipart clean-up): `buckets.lifecycle`, the bucket's
+ * AbortIncompleteMultipartUpload rules as JSON (vocabulary/lifecycle.ts),
+ * NULL when it has none (abandoned-uploads.ts enforces them).
  */
 import { isBusy, openSqlite, type Database } from '../../sqlite.js';
 
@@ -186,6 +190,9 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE UNIQUE INDEX versions_by_id ON versions (bucket, key, version_id);
   CREATE INDEX versions_by_key ON versions (bucket, key, id);
+  `,
+  `
+  ALTER TABLE buckets ADD COLUMN lifecycle TEXT;
   `,
 ];
 

@@ -1,8 +1,8 @@
 /**
  * The side calls clients make that must not break them (README "Clients": s3cmd
  * `info` reads ?policy, ?cors, ?acl; `cp` reads and writes ?acl). casket
- * buckets and objects are private, with no policy,
- * lifecycle or tags (CORS: bucket-cors.ts): the reads answer that in S3's own words, and a write that
+ * buckets and objects are private, with no policy
+ * or tags (CORS: bucket-cors.ts; lifecycle: bucket-lifecycle.ts): the reads answer that in S3's own words, and a write that
  * asks for anything but private is refused with 501 rather than ignored.
  */
 import { S3Error } from '../../vocabulary/errors.js';
@@ -57,7 +57,7 @@ export const PutObjectAcl: Handler = async (ctx, services) => {
   return emptyResponse(200);
 };
 
-function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchLifecycleConfiguration' | 'NoSuchTagSet'): Handler {
+function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchTagSet'): Handler {
   return async (ctx, { backend }) => {
     const bucket = requireBucket(ctx);
     await backend.headBucket(bucket);
@@ -66,5 +66,4 @@ function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchLifecycleConfiguration' | 'N
 }
 
 export const GetBucketPolicy = noSuch('NoSuchBucketPolicy');
-export const GetBucketLifecycleConfiguration = noSuch('NoSuchLifecycleConfiguration');
 export const GetBucketTagging = noSuch('NoSuchTagSet');

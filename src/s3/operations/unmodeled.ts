@@ -2,9 +2,10 @@
  * Operations casket does not model — object tagging, bucket versioning, CORS,
  * policy, website, encryption... — are forwarded to an upstream after auth
  * (docs/design.md §1), re-signed by the backend with the upstream's keys.
- * Except what could change object content without passing the guard: a
- * lifecycle configuration can expire or transition objects behind casket's
- * back, so PutBucketLifecycleConfiguration is refused. On the embedded store
+ * Lifecycle configurations are modeled (bucket-lifecycle.ts): only
+ * AbortIncompleteMultipartUpload rules pass, since Expiration or Transition
+ * would change objects behind casket's back; a lifecycle PUT on an object is
+ * still refused here. On the embedded store
  * there is nothing to forward to: 501 NotImplemented.
  *
  * Request bodies here are small configuration documents: read through the

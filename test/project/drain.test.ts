@@ -1,0 +1,74 @@
+/**
+ * The drain after SIGTERM (src/drain.ts), seen from keep-alive clients: an
+ * upload in flight when the signal arrives completes, and its answer says
+ * `Connection: close`; a new request on a connection that was open (here:
+ * pipelined behind a download that was still streaming) is refused with 503
+ * ServiceUnavailable and Retry-After instead of being served and then cut;
+ * the process exits 0.
+ */
+import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { expect, it } from 'vitest';
+import { startCasket } from '../helpers/casket.js';
+import { sdk } from '../helpers/clients.js';
+import { signRequest } from '../helpers/raw.js';
+
+function rawRequest(method: string, path: string, headers: Record<string, string>): string {
+  return `${method} ${path} HTTP/1.1\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n`;
+}
+
+it('SIGTERM: the upload in flight completes with Connection: close, a new request on an open connection gets 503 + Retry-After, the process exits', async () => {
+  const casket = await startCasket();
+  try {
+    const s3 = sdk(casket.url, casket.admin);
+    await s3.send(new CreateBucketCommand({ Bucket: 'drain' }));
+    // Larger than any socket buffers on loopback can hold (tcp_rmem max is often 32 MiB): the download cannot finish unread.
+    const size = 64 * 1024 * 1024;
+    const big = Buffer.alloc(size, 7);
+    await s3.send(new PutObjectCommand({ Bucket: 'drain', Key: 'big', Body: big }));
+    const u = new URL(casket.url);
+    const exited = new Promise<number | null>((r) => casket.proc.once('exit', (code) => r(code)));
+
+    // Connection 1: a download whose headers are sent and whose body is held back by not reading,
+    // with the next request already written behind it on the same connection.
+    const socket = connect(Number(u.port), u.hostname);
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    socket.pause();
+    const get = await signRequest(casket.url, casket.admin, { method: 'GET', path: '/drain/big' });
+    const put = await signRequest(casket.url, casket.admin, { method: 'PUT', path: '/drain/after', body: 'late' });
+    socket.write(rawRequest('GET', get.path, { ...get.headers, connection: 'keep-alive' }));
+
+    // Connection 2: an upload in flight (auth passed, 100 Continue sent) when SIGTERM arrives.
+    const body = 'finished after SIGTERM';
+    const upload = await signRequest(casket.url, casket.admin, { method: 'PUT', path: '/drain/k', headers: { expect: '100-continue', 'content-length': String(body.length) }, payloadHash: 'UNSIGNED-PAYLOAD' });
+    const uploaded = new Promise<{ status: number; connection: string | undefined }>((resolve, reject) => {
+      const req = request({ host: u.hostname, port: u.port, method: 'PUT', path: upload.path, headers: { ...upload.headers, connection: 'keep-alive' } });
+      req.once('error', reject);
+      req.once('response', (res) => (res.resume(), resolve({ status: res.statusCode!, connection: res.headers.connection })));
+      req.once('continue', () => {
+        casket.proc.kill('SIGTERM');
+        setTimeout(() => req.end(body), 300);
+      });
+    });
+    const done = await uploaded;
+    expect(done).toEqual({ status: 200, connection: 'close' });
+
+    // The drain has begun: a request on connection 1, which was open all along.
+    socket.write(rawRequest('PUT', put.path, { ...put.headers, connection: 'keep-alive' }) + 'late');
+    const received: Buffer[] = [];
+    socket.on('data', (d: Buffer) => received.push(d));
+    socket.resume();
+    await new Promise<void>((r) => socket.once('close', () => r()));
+    const all = Buffer.concat(received);
+    const second = all.subarray(all.indexOf('HTTP/1.1', size)).toString('latin1');
+    expect(all.subarray(0, 15).toString()).toBe('HTTP/1.1 200 OK');
+    expect(second).toMatch(/^HTTP\/1\.1 503 /);
+    expect(second).toMatch(/\r\nretry-after: \d+\r\n/i);
+    expect(second).toMatch(/\r\nconnection: close\r\n/i);
+    expect(second).toContain('<Code>ServiceUnavailable</Code>');
+    expect(await exited).toBe(0);
+  } finally {
+    await casket.stop();
+  }
+});
