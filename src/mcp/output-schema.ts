@@ -21,6 +21,7 @@ const refusalShape = {
   path: z.string().optional().describe('the file refused'),
   current_etag: z.string().optional().describe('the version the file is now'),
   last_writer: z.string().optional().describe('who wrote the current version'),
+  last_writer_access_key: z.string().optional().describe("the access key of a person who wrote the current version (never a secret)"),
   last_modified: z.string().optional().describe('when the current version was written'),
   your_version: z.string().optional().describe('the version your call was conditioned on'),
   identical: z.boolean().optional().describe('the current content is byte-for-byte what you sent'),

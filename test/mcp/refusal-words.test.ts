@@ -36,6 +36,11 @@ it('names the person\'s access key in the sentence and the diff, and the diff\'s
   const read = await call(bob, 'read_text_file', { path });
   const carol = casket.keys.carol!;
   await sdk(casket.url, carol).send(new PutObjectCommand({ Bucket: bucket, Key: 'plan.md', Body: 'one\nTWO\nthree\n' }));
+  // what_changed names the writer as the refusal and the diff do.
+  const changed = await call(bob, 'what_changed', {});
+  expect(text(changed)).toContain(`by access key "${carol.accessKeyId}"`);
+  expect(text(changed)).not.toContain('a request without an agent');
+  expect((data(changed).changes as Array<Record<string, unknown>>)[0]).toMatchObject({ path, writer: null, writer_access_key: carol.accessKeyId });
   const refused = await call(bob, 'edit_file', { path, edits: [{ oldText: 'three', newText: 'THREE' }], expected_etag: data(read).etag });
   expect(refused.isError).toBe(true);
   const said = text(refused);

@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { ok, toolError } from '../results.js';
 import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, type RegisterTool } from '../tool.js';
+import { writtenBy } from '../../vocabulary/writer.js';
 
 interface Change {
   bucket: string;
@@ -16,6 +17,7 @@ interface Change {
   readETag: string;
   currentETag: string | null;
   writer: string | null;
+  writerAccessKey?: string | null;
   operation: string;
   at: string;
   diff: string | null;
@@ -32,7 +34,8 @@ const OUTPUT_SCHEMA = answerSchema({
       path: pathField,
       your_version: z.string(),
       current_etag: z.string().nullable().describe('null: deleted'),
-      writer: z.string().nullable(),
+      writer: z.string().nullable().describe('the agent that wrote it, or null for a person'),
+      writer_access_key: z.string().optional().describe("the access key of a person's write (never a secret)"),
       operation: z.string(),
       at: z.string(),
       diff: z.string().optional(),
@@ -61,9 +64,10 @@ export const register: RegisterTool = (server, env) => {
         const lines: string[] = [];
         for (const [i, c] of changes.entries()) {
           const diff = i < MAX_DIFFS && c.currentETag ? await env.door.diff(env.caller, c.bucket, c.key, c.readETag.replace(/"/g, ''), c.currentETag.replace(/"/g, '')) : undefined;
-          const who = c.writer ? `agent "${c.writer}"` : 'a request without an agent';
+          // The same words as the diff's header lines and a refusal's message (vocabulary/writer.ts).
+          const who = writtenBy({ ...(c.writer && { agent: c.writer }), ...(c.writerAccessKey && { accessKey: c.writerAccessKey }) });
           lines.push(`${c.bucket}/${c.key}: ${c.currentETag ? `changed to ${c.currentETag}` : 'deleted'} by ${who} at ${c.at} (you read ${c.readETag})${diff ? `\n${diff.text}` : ''}`);
-          out.push({ path: `${c.bucket}/${c.key}`, your_version: c.readETag, current_etag: c.currentETag, writer: c.writer, operation: c.operation, at: c.at, ...(diff && { diff: diff.text, diff_truncated: diff.truncated }) });
+          out.push({ path: `${c.bucket}/${c.key}`, your_version: c.readETag, current_etag: c.currentETag, writer: c.writer, ...(!c.writer && c.writerAccessKey && { writer_access_key: c.writerAccessKey }), operation: c.operation, at: c.at, ...(diff && { diff: diff.text, diff_truncated: diff.truncated }) });
         }
         const head = changes.length ? `${changes.length} file(s) changed by others since you read them:` : 'Nothing you read has changed since.';
         return ok([head, ...lines, `[cursor: ${body.cursor}; pass it as since next time]`], { cursor: body.cursor, changes: out });
