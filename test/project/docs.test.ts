@@ -104,6 +104,13 @@ describe('the docs', () => {
     expect(readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').length).toBeLessThanOrEqual(250);
   });
 
+  it("the README's test command is the one CI runs", () => {
+    const setUp = parse('README.md').blocks.find((b) => b.info.startsWith('sh'))!;
+    const command = /^(npm test)\b/m.exec(setUp.text)?.[1];
+    expect(command).toBe('npm test');
+    expect(readFileSync(join(ROOT, '.ci/run'), 'utf8')).toMatch(new RegExp(`^${command}$`, 'm'));
+  });
+
   it('every relative link in README.md and docs/*.md resolves, file and #anchor', () => {
     expect(brokenLinks(GUIDES)).toEqual([]);
   });
