@@ -120,6 +120,15 @@ describe('the docs', () => {
     expect(OPTIONS.filter((o) => !reference.includes(`\`${o.flag}\``) || !reference.includes(o.env)).map((o) => o.flag)).toEqual([]);
   });
 
+  it('operating.md names the bucket and key the upstream probe makes, as the source makes them', () => {
+    const probe = readFileSync(join(ROOT, 'src/backends/s3/capabilities.ts'), 'utf8');
+    const operating = readFileSync(join(ROOT, 'docs/operating.md'), 'utf8');
+    const made = [...probe.matchAll(/`(\.?casket-probe[-/])\$\{/g)].map((m) => m[1]!);
+    expect(made.sort()).toEqual(['.casket-probe/', 'casket-probe-']);
+    for (const prefix of made) expect(operating, prefix).toContain(`\`${prefix}<`);
+    expect(operating).toMatch(/## Upstream permissions[\s\S]*s3:CreateBucket[\s\S]*s3:DeleteBucket/);
+  });
+
   it('every shell block in README.md and getting-started is marked sh, sh server or sh no-run', () => {
     const shells = RUNNABLE.flatMap((f) => parse(f).blocks).filter((b) => /^(sh|bash|shell|console)\b/.test(b.info));
     expect(shells.filter((b) => !['sh', 'sh server', 'sh no-run'].includes(b.info)).map((b) => `${b.file}:${b.line}: ${b.info}`)).toEqual([]);
