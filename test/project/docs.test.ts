@@ -24,7 +24,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPTIONS } from '../../src/config.js';
 import { hasCommand, need } from '../helpers/tools.js';
 
@@ -136,8 +136,11 @@ describe('the docs', () => {
   });
 
   describe('following README.md and getting-started, command by command', () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'casket-docs-'));
+    let dataDir = '';
     let server: ChildProcess | undefined;
+    beforeAll(() => {
+      dataDir = mkdtempSync(join(tmpdir(), 'casket-docs-'));
+    });
     afterAll(() => {
       // npm start execs node in its own process group (detached): end that group, by its id.
       if (server?.pid) {
