@@ -15,7 +15,7 @@
  * who changed it, the current etag and the next call. Both run on Node 20.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
@@ -32,19 +32,17 @@ import { mintToken, text } from '../helpers/mcp.js';
  * The `mcpServers` entries as README shows them, verbatim; the test fills in
  * the placeholders (endpoint, checkout path, token, key, secret) and runs them.
  */
-const README_MCP_SERVERS = `{ "mcpServers": {
-  "casket": {
-    "type": "http",
-    "url": "http://127.0.0.1:9000/_casket/mcp",
-    "headers": { "Authorization": "Bearer <token>" } },
-  "casket-stdio": {
-    "command": "node",
-    "args": ["/path/to/casket/dist/cli.js", "mcp", "--endpoint", "http://127.0.0.1:9000"],
-    "env": { "CASKET_MCP_ACCESS_KEY": "<key>", "CASKET_MCP_SECRET_KEY": "<secret>", "CASKET_MCP_AGENT": "alice" } },
-  "casket-remote": {
-    "command": "npx",
-    "args": ["-y", "mcp-remote", "http://127.0.0.1:9000/_casket/mcp", "--header", "Authorization:\${CASKET_AUTH}"],
-    "env": { "CASKET_AUTH": "Bearer <token>" } } } }`;
+/**
+ * The mcpServers block users copy: read from the README's "Connect an MCP
+ * client" section, so what CI runs is what the README says.
+ */
+const README_MCP_SERVERS = (() => {
+  const readme = readFileSync(resolve(import.meta.dirname, '../../README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Connect an MCP client'));
+  const block = /```json\n([\s\S]*?)```/.exec(section);
+  if (!block) throw new Error('README.md: no json block under "## Connect an MCP client"');
+  return block[1]!;
+})();
 
 interface ServerEntry {
   type?: string;
