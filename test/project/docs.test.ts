@@ -129,6 +129,24 @@ describe('the docs', () => {
     expect(operating).toMatch(/## Upstream permissions[\s\S]*s3:CreateBucket[\s\S]*s3:DeleteBucket/);
   });
 
+  it("every line of security.md's threat model names a test that exists", () => {
+    const security = readFileSync(join(ROOT, 'docs/security.md'), 'utf8');
+    const table = security.slice(security.indexOf('## Threat model'), security.indexOf('## How each way in holds'));
+    const rows = table.split('\n').filter((l) => l.startsWith('| ') && !l.startsWith('| asset') && !l.startsWith('|---'));
+    expect(rows.length).toBeGreaterThan(30);
+    const missing = rows.flatMap((row) => {
+      const cell = row.split(' | ').at(-1)!.replace(/ \|$/, '');
+      const m = /^`([^`]+\.test\.ts)` › (.+)$/.exec(cell);
+      if (!m) return [`no test named: ${row}`];
+      const file = join(ROOT, m[1]!);
+      if (!existsSync(file)) return [`no such file: ${m[1]}`];
+      // The name as the test file spells it (quotes in names are escaped there: compare without them).
+      const plain = (t: string) => t.replace(/\\'/g, "'").replace(/[\u2018\u2019]/g, "'");
+      return plain(readFileSync(file, 'utf8')).includes(plain(m[2]!)) ? [] : [`${m[1]} has no test named like: ${m[2]}`];
+    });
+    expect(missing).toEqual([]);
+  });
+
   it('every shell block in README.md and getting-started is marked sh, sh server or sh no-run', () => {
     const shells = RUNNABLE.flatMap((f) => parse(f).blocks).filter((b) => /^(sh|bash|shell|console)\b/.test(b.info));
     expect(shells.filter((b) => !['sh', 'sh server', 'sh no-run'].includes(b.info)).map((b) => `${b.file}:${b.line}: ${b.info}`)).toEqual([]);
