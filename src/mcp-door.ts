@@ -13,6 +13,7 @@ import { verifySigV4, type AuthResult } from './auth/sigv4.js';
 import { resolveAgent } from './guard/identity.js';
 import { readToken, tokenHolds } from './mcp/token.js';
 import { changesFor, diffFor } from './agent-changes.js';
+import { changedSinceRead } from './changed-since-read.js';
 import type { Services } from './s3/context.js';
 import type { HandleOptions, Outcome } from './s3/handle.js';
 import { callInProcess, readBody } from './s3/in-process.js';
@@ -139,6 +140,11 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
     async stamp(agent, bucket, key) {
       const s = await services.state.getStamp(agent, bucket, key);
       return s && { etag: s.etag, full: s.full };
+    },
+    async changedSinceRead(caller) {
+      if (caller.agent === undefined) return [];
+      const changed = await changedSinceRead(services.state, caller.agent);
+      return changed.map((c) => ({ bucket: c.bucket, key: c.key, readETag: c.readETag, ...(c.etag !== undefined && { etag: c.etag }), changedBy: c.changedBy, changedAt: c.changedAt.toISOString() }));
     },
     async retained(etag) {
       return services.retainer?.get(etag);

@@ -44,6 +44,20 @@ export interface S3Answer {
   failure?: S3Failure;
 }
 
+/** A file the agent read whole that someone else has written since. */
+export interface ChangedFile {
+  bucket: string;
+  key: string;
+  /** The version the agent read (unquoted). */
+  readETag: string;
+  /** The version now (unquoted); undefined: deleted. */
+  etag?: string;
+  /** The writer's agent, or the access key of a request without one. */
+  changedBy: string;
+  /** ISO 8601. */
+  changedAt: string;
+}
+
 export type StampKind = 'full' | 'partial' | 'none';
 
 export interface ReadOptions {
@@ -92,6 +106,12 @@ export interface CasketDoor {
   changes(caller: Caller, since: string | undefined): Promise<{ status: number; body: unknown }>;
   /** The agent's read stamp of a key, as the guard sees it. */
   stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
+  /**
+   * The files the caller's agent read whole that someone else has changed
+   * since, each told once (src/changed-since-read.ts); nothing for a caller
+   * without an agent.
+   */
+  changedSinceRead(caller: Caller): Promise<ChangedFile[]>;
   /** A retained version's content (docs/design.md §6), for a merge whose base is no longer current. */
   retained(etag: string): Promise<Buffer | undefined>;
   /** `--agent-writes`: require (428 on unconditional agent writes) or read-stamp. */

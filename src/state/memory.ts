@@ -20,6 +20,7 @@ export class MemoryStateStore implements StateStore {
   /** uploadId -> `<partNumber> <md5>` -> digest, in recording order. */
   private readonly parts = new Map<string, Map<string, PartDigest>>();
   private readonly sessions = new Map<string, SessionRecord>();
+  private readonly reminderCursors = new Map<string, { cursor: string; at: number }>();
 
   constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
 
@@ -153,6 +154,17 @@ export class MemoryStateStore implements StateStore {
   async listSessions(agent: string): Promise<SessionRecord[]> {
     const now = Date.now();
     return [...this.sessions.values()].filter((s) => s.agent === agent && s.expiresAt + SESSION_GRACE_MS >= now).map((s) => ({ ...s })).sort((a, b) => a.expiresAt - b.expiresAt);
+  }
+
+  async getReminderCursor(agent: string): Promise<string | undefined> {
+    const kept = this.reminderCursors.get(agent);
+    return kept && Date.now() - kept.at <= this.limits.ttlMs ? kept.cursor : undefined;
+  }
+
+  async putReminderCursor(agent: string, cursor: string): Promise<void> {
+    this.reminderCursors.delete(agent);
+    this.reminderCursors.set(agent, { cursor, at: Date.now() });
+    while (this.reminderCursors.size > this.limits.maxEntries) this.reminderCursors.delete(this.reminderCursors.keys().next().value!);
   }
 
   async close(): Promise<void> {}

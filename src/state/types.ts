@@ -196,5 +196,14 @@ export interface StateStore {
   /** The agent's sessions still kept (expired and revoked ones included), soonest to expire first: what an operator sees of them. */
   listSessions(agent: string): Promise<SessionRecord[]>;
 
+  /**
+   * "Changed since you read" (src/changed-since-read.ts): where the agent's
+   * reminders have got to in the write log, opaque to the store. One small
+   * value per agent, forgotten after the TTL like a stamp; shared by every
+   * replica, so a reminder given by one casket is not given again by another.
+   */
+  getReminderCursor(agent: string): Promise<string | undefined>;
+  putReminderCursor(agent: string, cursor: string): Promise<void>;
+
   close(): Promise<void>;
 }
