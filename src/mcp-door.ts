@@ -13,7 +13,7 @@ import { verifySigV4, type AuthResult } from './auth/sigv4.js';
 import { resolveAgent } from './guard/identity.js';
 import { readToken, tokenHolds } from './mcp/token.js';
 import { changesFor, diffFor } from './agent-changes.js';
-import { changedSinceRead } from './changed-since-read.js';
+import { changedSinceRead } from './changes/since-read.js';
 import type { Services } from './s3/context.js';
 import type { HandleOptions, Outcome } from './s3/handle.js';
 import { callInProcess, readBody } from './s3/in-process.js';

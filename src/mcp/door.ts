@@ -108,7 +108,7 @@ export interface CasketDoor {
   stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
   /**
    * The files the caller's agent read whole that someone else has changed
-   * since, each told once (src/changed-since-read.ts); nothing for a caller
+   * since, each told once (src/changes/since-read.ts); nothing for a caller
    * without an agent.
    */
   changedSinceRead(caller: Caller): Promise<ChangedFile[]>;

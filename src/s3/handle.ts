@@ -24,6 +24,7 @@ import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
 import { refusalError } from './refusal-error.js';
+import { CHANGED_SINCE_READ_HEADER, changedSinceReadHeader, wantsChangedSinceRead } from './changed-since-read-header.js';
 import { errorResponse, type S3Response } from './respond.js';
 
 export interface RawRequest {
@@ -177,6 +178,12 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   }
   if (req.headers.origin !== undefined && req.method !== 'OPTIONS') {
     Object.assign(outcome.response.headers, await actualRequestHeaders(services.backend, outcome.bucket, req.method, req.headers));
+  }
+  if (outcome.agent !== undefined && wantsChangedSinceRead(req.headers)) {
+    // Best effort, as the stamps of a read are: a store that cannot answer costs the header, not the answer.
+    const delivered = outcome.operation === 'GetObject' && outcome.bucket !== undefined && outcome.key !== undefined ? { bucket: outcome.bucket, key: outcome.key } : undefined;
+    const changed = await changedSinceReadHeader(services.state, outcome.agent, delivered).catch(() => undefined);
+    if (changed !== undefined) outcome.response.headers[CHANGED_SINCE_READ_HEADER] = changed;
   }
   outcome.response.headers['x-amz-request-id'] = requestId;
   return outcome;

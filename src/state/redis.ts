@@ -307,7 +307,7 @@ export class RedisStateStore implements StateStore {
     const log = `${this.prefix}write-log`;
     const out: WriteLogEntry[] = [];
     // Unfiltered, a page of the limit is all the answer needs (the reminders of
-    // src/changed-since-read.ts ask on every agent call); filtered, big pages.
+    // src/changes/since-read.ts ask on every agent call); filtered, big pages.
     const page = q.bucket === undefined && q.key === undefined && q.prefix === undefined && q.agent === undefined ? Math.min(500, Math.max(q.limit, 1)) : 500;
     // The list is pushed at its head, so an entry's index only grows: a
     // cursor is `<index when listed>.<digest of the entry>`, and the next page

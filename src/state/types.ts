@@ -197,7 +197,7 @@ export interface StateStore {
   listSessions(agent: string): Promise<SessionRecord[]>;
 
   /**
-   * "Changed since you read" (src/changed-since-read.ts): where the agent's
+   * "Changed since you read" (src/changes/since-read.ts): where the agent's
    * reminders have got to in the write log, opaque to the store. One small
    * value per agent, forgotten after the TTL like a stamp; shared by every
    * replica, so a reminder given by one casket is not given again by another.

@@ -5,11 +5,11 @@
  * and text); once per change; never for its own writes; not after it read the
  * new version. Real casket processes, the SDK's Client over Streamable HTTP.
  */
-import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { sdk } from '../helpers/clients.js';
+import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
+import { bytes, sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, text, type ToolResult } from '../helpers/mcp.js';
 import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
 import { need } from '../helpers/tools.js';
@@ -134,5 +134,58 @@ describe.runIf(haveRedis)('changed since you read, two caskets on one Redis', ()
     expect(reminders(next)[0]).toMatchObject({ path: `${bucket}/plan.md`, changed_by: 'ben', etag: String(data(edit).etag) });
     expect(text(next)).toContain('+step two: redis');
     expect(reminders(await call(a, 'list_directory', { path: bucket }))).toEqual([]);
+  });
+});
+
+describe('changed since you read, over S3: x-casket-changed-since-read', () => {
+  let casket: RunningCasket;
+  const HEADER = 'x-casket-changed-since-read';
+
+  /** An S3 client of `agent` that asks for the header (or not) and keeps the last answer's value. */
+  function s3Agent(cred: Cred, ask: boolean) {
+    const client = sdk(casket.url, cred);
+    const seen = { value: undefined as string | undefined };
+    if (ask) client.middlewareStack.add((next) => async (args) => ((args.request as { headers: Record<string, string> }).headers[HEADER] = 'on', next(args)), { step: 'build', name: 'askChangedSinceRead' });
+    client.middlewareStack.add(
+      (next) => async (args) => {
+        const out = await next(args);
+        seen.value = (out.response as { headers: Record<string, string> }).headers[HEADER];
+        return out;
+      },
+      { step: 'deserialize', name: 'keepChangedSinceRead' },
+    );
+    return { client, seen };
+  }
+
+  beforeAll(async () => {
+    casket = await startCasket({ agents: ['ann', 'ben'] });
+    await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
+  });
+  afterAll(async () => {
+    await casket?.stop();
+  });
+
+  it('names the changed key, URL-encoded, once, to an agent that asks; a request that does not ask neither gets nor uses it up', async () => {
+    const key = 'notes/plan v2.md';
+    await sdk(casket.url, casket.admin).send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: PLAN }));
+    const ann = s3Agent(casket.agents.ann!, true);
+    const annQuiet = s3Agent(casket.agents.ann!, false);
+    const ben = s3Agent(casket.agents.ben!, true);
+    await bytes((await ann.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body);
+    expect(ann.seen.value).toBeUndefined();
+    const read = await ben.client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+    await bytes(read.Body);
+    await ben.client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `${PLAN}step three: s3\n`, IfMatch: read.ETag }));
+    expect(ben.seen.value).toBeUndefined();
+
+    await annQuiet.client.send(new ListObjectsV2Command({ Bucket: bucket }));
+    expect(annQuiet.seen.value).toBeUndefined();
+    await ann.client.send(new ListObjectsV2Command({ Bucket: bucket }));
+    expect(ann.seen.value).toBe(`${bucket}/notes/plan%20v2.md`);
+    await ann.client.send(new ListObjectsV2Command({ Bucket: bucket }));
+    expect(ann.seen.value).toBeUndefined();
+    // Ben's own write never names itself to Ben.
+    await ben.client.send(new ListObjectsV2Command({ Bucket: bucket }));
+    expect(ben.seen.value).toBeUndefined();
   });
 });

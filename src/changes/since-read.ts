@@ -13,7 +13,7 @@
  * the look starts that much before the cursor, and the cursor remembers the
  * reminders already given inside that margin, so none is given twice.
  */
-import { LOG_ORDER_SLACK_MS, type StateStore, type WriteLogEntry } from './state/types.js';
+import { LOG_ORDER_SLACK_MS, type StateStore, type WriteLogEntry } from '../state/types.js';
 
 /** Writes looked at per call, newest first; older ones past it are left to what_changed. */
 const MAX_WRITES = 100;
@@ -53,8 +53,9 @@ function parse(raw: string | undefined): Cursor | undefined {
  * The keys `agent` read whole whose newest write since its cursor is someone
  * else's, each once; moves the cursor past them. An agent with no cursor yet
  * starts from the writes just before now (the margin): its stamps are newer.
+ * `except` is neither told nor marked told.
  */
-export async function changedSinceRead(state: StateStore, agent: string): Promise<ChangedKey[]> {
+export async function changedSinceRead(state: StateStore, agent: string, except?: { bucket: string; key: string }): Promise<ChangedKey[]> {
   const cursor = parse(await state.getReminderCursor(agent));
   const from = cursor?.at ?? Date.now();
   const writes = await state.listWriteLog({ since: new Date(from - LOG_ORDER_SLACK_MS), limit: MAX_WRITES });
@@ -69,7 +70,8 @@ export async function changedSinceRead(state: StateStore, agent: string): Promis
     const id = JSON.stringify([w.bucket, w.key]);
     if (!newest.has(id)) newest.set(id, w);
   }
-  const candidates = [...newest.values()].filter((w) => w.agent !== agent && !told.has(changeId(w)));
+  // `except`: the key this very answer delivers (a GetObject), whose stamp is recorded once it is sent.
+  const candidates = [...newest.values()].filter((w) => w.agent !== agent && !told.has(changeId(w)) && !(except && w.bucket === except.bucket && w.key === except.key));
   const stamps = await Promise.all(candidates.map((w) => state.getStamp(agent, w.bucket, w.key)));
   const out: ChangedKey[] = [];
   for (const [i, w] of candidates.entries()) {
