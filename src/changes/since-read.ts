@@ -9,11 +9,21 @@
  * the write log (the state store's, shared by every replica): a call looks at
  * the writes after it only (at most MAX_WRITES), and asks for the agent's
  * stamp of just those keys. The log is appended in about time order, not
- * exactly (LOG_ORDER_SLACK_MS: concurrent appends, other replicas' clocks), so
- * the look starts that much before the cursor, and the cursor remembers the
- * reminders already given inside that margin, so none is given twice.
+ * exactly (concurrent appends, other replicas' clocks), so the look starts
+ * MARGIN_MS before the cursor, and the cursor remembers the reminders already
+ * given inside that margin, so none is given twice.
  */
-import { LOG_ORDER_SLACK_MS, type StateStore, type WriteLogEntry } from '../state/types.js';
+import { type StateStore, type WriteLogEntry } from '../state/types.js';
+
+/**
+ * How far before the cursor a look starts. Smaller than the log's own
+ * LOG_ORDER_SLACK_MS (a minute, for rollback's windows): every call re-reads
+ * the writes of this margin, and NTP keeps replicas' clocks within
+ * milliseconds. A write appended later than this behind a newer one is not
+ * reminded of — what_changed still lists it, and the guard still refuses a
+ * write based on the stale read: a lost reminder costs a refusal, never data.
+ */
+const MARGIN_MS = 5_000;
 
 /** Writes looked at per call, newest first; older ones past it are left to what_changed. */
 const MAX_WRITES = 100;
@@ -58,7 +68,7 @@ function parse(raw: string | undefined): Cursor | undefined {
 export async function changedSinceRead(state: StateStore, agent: string, except?: { bucket: string; key: string }): Promise<ChangedKey[]> {
   const cursor = parse(await state.getReminderCursor(agent));
   const from = cursor?.at ?? Date.now();
-  const writes = await state.listWriteLog({ since: new Date(from - LOG_ORDER_SLACK_MS), limit: MAX_WRITES });
+  const writes = await state.listWriteLog({ since: new Date(from - MARGIN_MS), limit: MAX_WRITES });
   if (writes.length === 0) {
     if (!cursor) await state.putReminderCursor(agent, JSON.stringify({ at: from, told: [] } satisfies Cursor));
     return [];
@@ -83,7 +93,7 @@ export async function changedSinceRead(state: StateStore, agent: string, except?
   }
   const at = Math.max(from, ...writes.map((w) => w.at.getTime()));
   if (!cursor || at !== cursor.at || out.length > 0) {
-    const kept = [...told].filter(([, t]) => t >= at - 2 * LOG_ORDER_SLACK_MS);
+    const kept = [...told].filter(([, t]) => t >= at - 2 * MARGIN_MS);
     await state.putReminderCursor(agent, JSON.stringify({ at, told: kept } satisfies Cursor));
   }
   return out.sort((a, b) => a.changedAt.getTime() - b.changedAt.getTime());
