@@ -13,6 +13,7 @@ import { verifySigV4, type AuthResult } from './auth/sigv4.js';
 import { resolveAgent } from './guard/identity.js';
 import { readToken, tokenHolds } from './mcp/token.js';
 import { changesFor, diffFor, retainedFor } from './agent-changes.js';
+import { changedSinceRead } from './changes/since-read.js';
 import type { Services } from './s3/context.js';
 import type { HandleOptions, Outcome } from './s3/handle.js';
 import { callInProcess, readBody } from './s3/in-process.js';
@@ -152,6 +153,11 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       const entry = log.find((e) => e.newETag === etag.replace(/"/g, ''));
       if (entry?.agent) return { agent: entry.agent };
       return entry?.accessKey ? { accessKey: entry.accessKey } : {};
+    },
+    async changedSinceRead(caller) {
+      if (caller.agent === undefined) return [];
+      const changed = await changedSinceRead(services.state, caller.agent);
+      return changed.map((c) => ({ bucket: c.bucket, key: c.key, readETag: c.readETag, ...(c.etag !== undefined && { etag: c.etag }), changedBy: c.changedBy, changedAt: c.changedAt.toISOString() }));
     },
   };
 }

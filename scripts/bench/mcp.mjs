@@ -161,7 +161,7 @@ export async function mcpBench(opts = {}) {
   const credentialsFile = join(dir, 'credentials.json');
   writeFileSync(credentialsFile, JSON.stringify({ credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true }, ...creds.map((c) => ({ accessKey: c.cred.accessKeyId, secretKey: c.cred.secretAccessKey, agent: c.agent }))] }), { mode: 0o600 });
   const loadStart = loadavg();
-  const casket = await startCasket({ cli: join(ROOT, 'dist', 'cli.js'), dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log') });
+  const casket = await startCasket({ cli: join(ROOT, 'dist', 'cli.js'), dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log'), nodeArgs: process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [] });
   const rows = [];
   const results = [];
   try {

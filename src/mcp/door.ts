@@ -44,6 +44,20 @@ export interface S3Answer {
   failure?: S3Failure;
 }
 
+/** A file the agent read whole that someone else has written since. */
+export interface ChangedFile {
+  bucket: string;
+  key: string;
+  /** The version the agent read (unquoted). */
+  readETag: string;
+  /** The version now (unquoted); undefined: deleted. */
+  etag?: string;
+  /** The writer's agent, or the access key of a request without one. */
+  changedBy: string;
+  /** ISO 8601. */
+  changedAt: string;
+}
+
 export type StampKind = 'full' | 'partial' | 'none';
 
 export interface ReadOptions {
@@ -105,6 +119,12 @@ export interface CasketDoor {
    * what the diff says. Empty when the log does not know.
    */
   writerOf(bucket: string, key: string, etag: string): Promise<{ agent?: string; accessKey?: string }>;
+  /**
+   * The files the caller's agent read whole that someone else has changed
+   * since, each told once (src/changes/since-read.ts); nothing for a caller
+   * without an agent.
+   */
+  changedSinceRead(caller: Caller): Promise<ChangedFile[]>;
   /** `--agent-writes`: require (428 on unconditional agent writes) or read-stamp. */
   agentWrites: 'require' | 'read-stamp';
   /** Largest diff served (--diff-max-bytes). */

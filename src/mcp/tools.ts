@@ -6,6 +6,7 @@
  * no session state ties an agent to one replica.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { remindOn } from './reminders.js';
 import type { RegisterTool, ToolEnv } from './tool.js';
 import { register as apply_patch } from './tools/apply_patch.js';
 import { register as delete_file } from './tools/delete_file.js';
@@ -38,6 +39,8 @@ export const INSTRUCTIONS = [
 
 export function toolServer(env: ToolEnv): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  // Every tool's answer carries the "changed since you read" reminders due (reminders.ts).
+  remindOn(server, env);
   for (const register of TOOLS) register(server, env);
   return server;
 }

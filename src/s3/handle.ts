@@ -26,6 +26,7 @@ import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
 import { refusalError } from './refusal-error.js';
 import { errorResponse, OBJECT_BODY_HEADERS, type S3Response } from './respond.js';
+import { CHANGED_SINCE_READ_HEADER, changedSinceReadHeader, wantsChangedSinceRead } from './changed-since-read-header.js';
 
 export interface RawRequest {
   method: string;
@@ -189,6 +190,12 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     Object.assign(outcome.response.headers, await actualRequestHeaders(services.backend, outcome.bucket, req.method, req.headers));
   }
   Object.assign(outcome.response.headers, OBJECT_BODY_HEADERS);
+  if (outcome.agent !== undefined && wantsChangedSinceRead(req.headers)) {
+    // Best effort, as the stamps of a read are: a store that cannot answer costs the header, not the answer.
+    const delivered = outcome.operation === 'GetObject' && outcome.bucket !== undefined && outcome.key !== undefined ? { bucket: outcome.bucket, key: outcome.key } : undefined;
+    const changed = await changedSinceReadHeader(services.state, outcome.agent, delivered).catch(() => undefined);
+    if (changed !== undefined) outcome.response.headers[CHANGED_SINCE_READ_HEADER] = changed;
+  }
   outcome.response.headers['x-amz-request-id'] = requestId;
   return outcome;
 }

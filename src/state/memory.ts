@@ -22,6 +22,7 @@ export class MemoryStateStore implements StateStore {
   private readonly sessions = new Map<string, SessionRecord>();
   /** Console session id -> epoch ms it is revoked until: not capped by maxEntries, so a revocation is never forgotten early. */
   private readonly consoleRevocations = new Map<string, number>();
+  private readonly reminderCursors = new Map<string, { cursor: string; at: number }>();
 
   constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
 
@@ -165,6 +166,17 @@ export class MemoryStateStore implements StateStore {
 
   async consoleSessionRevoked(id: string): Promise<boolean> {
     return (this.consoleRevocations.get(id) ?? 0) >= Date.now();
+  }
+
+  async getReminderCursor(agent: string): Promise<string | undefined> {
+    const kept = this.reminderCursors.get(agent);
+    return kept && Date.now() - kept.at <= this.limits.ttlMs ? kept.cursor : undefined;
+  }
+
+  async putReminderCursor(agent: string, cursor: string): Promise<void> {
+    this.reminderCursors.delete(agent);
+    this.reminderCursors.set(agent, { cursor, at: Date.now() });
+    while (this.reminderCursors.size > this.limits.maxEntries) this.reminderCursors.delete(this.reminderCursors.keys().next().value!);
   }
 
   async close(): Promise<void> {}

@@ -308,7 +308,9 @@ export class RedisStateStore implements StateStore {
     const cutoff = Date.now() - this.limits.ttlMs;
     const log = `${this.prefix}write-log`;
     const out: WriteLogEntry[] = [];
-    const page = 500;
+    // Unfiltered, a page of the limit is all the answer needs (the reminders of
+    // src/changes/since-read.ts ask on every agent call); filtered, big pages.
+    const page = q.bucket === undefined && q.key === undefined && q.prefix === undefined && q.agent === undefined ? Math.min(500, Math.max(q.limit, 1)) : 500;
     // The list is pushed at its head, so an entry's index only grows: a
     // cursor is `<index when listed>.<digest of the entry>`, and the next page
     // looks for that entry from that index on, then reads past it.
@@ -424,6 +426,15 @@ export class RedisStateStore implements StateStore {
 
   async consoleSessionRevoked(id: string): Promise<boolean> {
     return (await this.redis.exists(`${this.prefix}console-revoked:${id}`)) === 1;
+  }
+
+  async getReminderCursor(agent: string): Promise<string | undefined> {
+    return (await this.redis.get(`${this.prefix}reminder-cursor:${agent}`)) ?? undefined;
+  }
+
+  async putReminderCursor(agent: string, cursor: string): Promise<void> {
+    // Not waited on by replicas: a cursor lost in a failover repeats a reminder, it never hides one.
+    await this.redis.set(`${this.prefix}reminder-cursor:${agent}`, cursor, 'PX', this.limits.ttlMs);
   }
 
   async close(): Promise<void> {

@@ -42,6 +42,9 @@ CREATE INDEX IF NOT EXISTS sessions_keep_until ON sessions(keep_until);
 CREATE TABLE IF NOT EXISTS console_revocations (
   id TEXT PRIMARY KEY, until INTEGER NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS reminder_cursors (
+  agent TEXT PRIMARY KEY, cursor TEXT NOT NULL, at INTEGER NOT NULL
+) WITHOUT ROWID;
 `;
 
 interface StampRow {
@@ -126,6 +129,8 @@ export class SqliteStateStore implements StateStore {
       deleteParts: this.db.prepare('DELETE FROM part_digests_by_md5 WHERE upload_id = ?'),
       putSession: this.db.prepare('INSERT OR REPLACE INTO sessions (access_key, record, keep_until) VALUES (?, ?, ?)'),
       getSession: this.db.prepare<[string, number], { record: string }>('SELECT record FROM sessions WHERE access_key = ? AND keep_until >= ?'),
+      getReminderCursor: this.db.prepare<[string, number], { cursor: string }>('SELECT cursor FROM reminder_cursors WHERE agent = ? AND at >= ?'),
+      putReminderCursor: this.db.prepare('INSERT OR REPLACE INTO reminder_cursors (agent, cursor, at) VALUES (?, ?, ?)'),
     };
     this.seq = (this.db.prepare('SELECT MAX(seq) AS seq FROM stamps').get() as { seq: number | null }).seq ?? 0;
     this.prune();
@@ -143,6 +148,7 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM part_digests_by_md5 WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE keep_until < ?').run(Date.now());
       this.db.prepare('DELETE FROM console_revocations WHERE until < ?').run(Date.now());
+      this.db.prepare('DELETE FROM reminder_cursors WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE access_key IN (SELECT access_key FROM sessions ORDER BY keep_until DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
@@ -290,6 +296,14 @@ export class SqliteStateStore implements StateStore {
 
   async deletePartDigests(uploadId: string): Promise<void> {
     this.q.deleteParts.run(uploadId);
+  }
+
+  async getReminderCursor(agent: string): Promise<string | undefined> {
+    return this.q.getReminderCursor.get(agent, Date.now() - this.limits.ttlMs)?.cursor;
+  }
+
+  async putReminderCursor(agent: string, cursor: string): Promise<void> {
+    this.q.putReminderCursor.run(agent, cursor, Date.now());
   }
 
   async putSession(session: SessionRecord): Promise<void> {

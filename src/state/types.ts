@@ -204,5 +204,14 @@ export interface StateStore {
   revokeConsoleSession(id: string, untilMs: number): Promise<void>;
   consoleSessionRevoked(id: string): Promise<boolean>;
 
+  /**
+   * "Changed since you read" (src/changes/since-read.ts): where the agent's
+   * reminders have got to in the write log, opaque to the store. One small
+   * value per agent, forgotten after the TTL like a stamp; shared by every
+   * replica, so a reminder given by one casket is not given again by another.
+   */
+  getReminderCursor(agent: string): Promise<string | undefined>;
+  putReminderCursor(agent: string, cursor: string): Promise<void>;
+
   close(): Promise<void>;
 }

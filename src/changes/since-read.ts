@@ -1,0 +1,100 @@
+/**
+ * "Changed since you read" (docs/design.md §12): which files an agent read
+ * whole that someone else has written since, told once per change — in the
+ * next MCP answer of any tool (src/mcp/reminders.ts) and, for S3 requests
+ * that ask, in the `x-casket-changed-since-read` response header
+ * (s3/changed-since-read-header.ts).
+ *
+ * Bounded cost: no scan of the agent's stamps. Each agent keeps a cursor into
+ * the write log (the state store's, shared by every replica): a call looks at
+ * the writes after it only (at most MAX_WRITES), and asks for the agent's
+ * stamp of just those keys. The log is appended in about time order, not
+ * exactly (concurrent appends, other replicas' clocks), so the look starts
+ * MARGIN_MS before the cursor, and the cursor remembers the reminders already
+ * given inside that margin, so none is given twice.
+ */
+import { type StateStore, type WriteLogEntry } from '../state/types.js';
+
+/**
+ * How far before the cursor a look starts. Smaller than the log's own
+ * LOG_ORDER_SLACK_MS (a minute, for rollback's windows): every call re-reads
+ * the writes of this margin, and NTP keeps replicas' clocks within
+ * milliseconds. A write appended later than this behind a newer one is not
+ * reminded of — what_changed still lists it, and the guard still refuses a
+ * write based on the stale read: a lost reminder costs a refusal, never data.
+ */
+const MARGIN_MS = 5_000;
+
+/** Writes looked at per call, newest first; older ones past it are left to what_changed. */
+const MAX_WRITES = 100;
+
+export interface ChangedKey {
+  bucket: string;
+  key: string;
+  /** The version the agent read whole (unquoted). */
+  readETag: string;
+  /** The version now (unquoted); undefined: deleted. */
+  etag: string | undefined;
+  /** The writer's agent, or the access key of a request without one. */
+  changedBy: string;
+  changedAt: Date;
+}
+
+interface Cursor {
+  /** Epoch ms of the newest write looked at. */
+  at: number;
+  /** Reminders given for writes inside the margin before `at`: [id, at]. */
+  told: Array<[string, number]>;
+}
+
+const changeId = (e: WriteLogEntry) => JSON.stringify([e.bucket, e.key, e.newETag ?? null]);
+
+function parse(raw: string | undefined): Cursor | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const c = JSON.parse(raw) as Cursor;
+    return typeof c.at === 'number' && Array.isArray(c.told) ? c : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The keys `agent` read whole whose newest write since its cursor is someone
+ * else's, each once; moves the cursor past them. An agent with no cursor yet
+ * starts from the writes just before now (the margin): its stamps are newer.
+ * `except` is neither told nor marked told.
+ */
+export async function changedSinceRead(state: StateStore, agent: string, except?: { bucket: string; key: string }): Promise<ChangedKey[]> {
+  const cursor = parse(await state.getReminderCursor(agent));
+  const from = cursor?.at ?? Date.now();
+  const writes = await state.listWriteLog({ since: new Date(from - MARGIN_MS), limit: MAX_WRITES });
+  if (writes.length === 0) {
+    if (!cursor) await state.putReminderCursor(agent, JSON.stringify({ at: from, told: [] } satisfies Cursor));
+    return [];
+  }
+  const told = new Map(cursor?.told ?? []);
+  // Newest first: the first entry of a key is its newest write.
+  const newest = new Map<string, WriteLogEntry>();
+  for (const w of writes) {
+    const id = JSON.stringify([w.bucket, w.key]);
+    if (!newest.has(id)) newest.set(id, w);
+  }
+  // `except`: the key this very answer delivers (a GetObject), whose stamp is recorded once it is sent.
+  const candidates = [...newest.values()].filter((w) => w.agent !== agent && !told.has(changeId(w)) && !(except && w.bucket === except.bucket && w.key === except.key));
+  const stamps = await Promise.all(candidates.map((w) => state.getStamp(agent, w.bucket, w.key)));
+  const out: ChangedKey[] = [];
+  for (const [i, w] of candidates.entries()) {
+    const stamp = stamps[i];
+    // Only a whole read is a copy the agent may rely on; a read of this very version needs no reminder.
+    if (!stamp?.full || stamp.etag === w.newETag) continue;
+    out.push({ bucket: w.bucket, key: w.key, readETag: stamp.etag, etag: w.newETag, changedBy: w.agent ?? w.accessKey ?? 'unknown', changedAt: w.at });
+    told.set(changeId(w), w.at.getTime());
+  }
+  const at = Math.max(from, ...writes.map((w) => w.at.getTime()));
+  if (!cursor || at !== cursor.at || out.length > 0) {
+    const kept = [...told].filter(([, t]) => t >= at - 2 * MARGIN_MS);
+    await state.putReminderCursor(agent, JSON.stringify({ at, told: kept } satisfies Cursor));
+  }
+  return out.sort((a, b) => a.changedAt.getTime() - b.changedAt.getTime());
+}
