@@ -1,9 +1,10 @@
 /**
  * casket's MCP server: the file tools, one file each under tools/, named as
  * the reference filesystem server names them where it has one (docs/design.md §8),
- * registered for one caller. Built per request by the HTTP endpoint
- * (stateless, http.ts) — registering a dozen tools costs microseconds, and
- * no session state ties an agent to one replica.
+ * each answer wrapped with the caller's "changed since you read" reminders
+ * (reminders.ts). The HTTP endpoint (stateless, http.ts) pools these servers;
+ * the caller is not theirs but the request's (request-caller.ts), and no
+ * session state ties an agent to one replica.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { remindOn } from './reminders.js';
