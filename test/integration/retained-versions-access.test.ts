@@ -167,6 +167,8 @@ function attacks(world: () => World) {
     const client: Client = await httpClient(w.casket, mintToken(w.mallory, { agent: 'mallory' }));
     try {
       const edit = (etag: string, oldText: string) => call(client, 'edit_file', { path: 'pub/mcp-probe.txt', edits: [{ oldText, newText: 'mallory' }], expected_etag: `"${etag}"`, merge: true });
+      // A first answer carries the reminders of earlier tests' writes (told once): take them now, so the probes compare alike.
+      await call(client, 'list_directory', { path: 'pub' });
       // "bob 87000" is in the secret, "carol" is not: an answer that differs tells which.
       const found = await edit(w.secretV1, 'bob 87000');
       const absent = await edit(w.secretV1, 'carol 1');
