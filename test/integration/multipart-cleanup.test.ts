@@ -68,10 +68,14 @@ describe('lifecycle configuration', () => {
       },
     }));
     const got = await s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket }));
-    expect(got.Rules).toEqual([
-      { ID: 'abort-stale-uploads', Status: 'Enabled', Filter: { Prefix: '' }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 7 } },
-      { ID: 'tmp', Status: 'Disabled', Filter: { Prefix: 'tmp/' }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } },
+    // In front of an upstream its own answer comes back: Ceph RGW 16 gives the
+    // prefix as the rule's Prefix, not Filter/Prefix (the older form AWS still takes).
+    const prefix = (r: { Filter?: { Prefix?: string }; Prefix?: string }) => r.Filter?.Prefix ?? r.Prefix;
+    expect(got.Rules?.map((r) => ({ ID: r.ID, Status: r.Status, prefix: prefix(r), days: r.AbortIncompleteMultipartUpload?.DaysAfterInitiation }))).toEqual([
+      { ID: 'abort-stale-uploads', Status: 'Enabled', prefix: '', days: 7 },
+      { ID: 'tmp', Status: 'Disabled', prefix: 'tmp/', days: 1 },
     ]);
+    if (embedded) expect(got.Rules?.map((r) => r.Filter)).toEqual([{ Prefix: '' }, { Prefix: 'tmp/' }]);
     await s3.send(new DeleteBucketLifecycleCommand({ Bucket }));
     expect((await failure(s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket })))).name).toBe('NoSuchLifecycleConfiguration');
   });
