@@ -105,6 +105,10 @@ export class MemoryStateStore implements StateStore {
     return this.index.get([bucket, key, upstreamETag].join(SEP));
   }
 
+  async getIndexedETags(bucket: string, entries: ReadonlyArray<readonly [key: string, upstreamETag: string]>): Promise<Array<string | undefined>> {
+    return entries.map(([key, upstreamETag]) => this.index.get([bucket, key, upstreamETag].join(SEP)));
+  }
+
   async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
     const id = [bucket, key, upstreamETag].join(SEP);
     this.index.delete(id);

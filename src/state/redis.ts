@@ -352,6 +352,13 @@ export class RedisStateStore implements StateStore {
     return (await this.redis.get(this.indexKey(bucket, key, upstreamETag))) ?? undefined;
   }
 
+  async getIndexedETags(bucket: string, entries: ReadonlyArray<readonly [key: string, upstreamETag: string]>): Promise<Array<string | undefined>> {
+    if (entries.length === 0) return [];
+    // One MGET, one round trip (a Cluster needs a hash-tagged prefix, as above).
+    const values = await this.redis.mget(...entries.map(([key, upstreamETag]) => this.indexKey(bucket, key, upstreamETag)));
+    return values.map((v) => v ?? undefined);
+  }
+
   async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {
     await this.durable(this.redis.set(this.indexKey(bucket, key, upstreamETag), etag, 'PX', this.limits.ttlMs));
   }

@@ -123,6 +123,15 @@ export class SqliteStateStore implements StateStore {
       forget: this.db.prepare('DELETE FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
       appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
+      // Every (key, upstream ETag) of a listing page as one JSON array, so one
+      // statement, prepared once, serves any page size (json_each,
+      // https://www.sqlite.org/json1.html#jeach). CROSS JOIN keeps the pairs
+      // the outer loop (https://www.sqlite.org/optoverview.html#crossjoin):
+      // each is one primary-key probe; a plain JOIN was planned as a scan of
+      // the bucket's whole index.
+      getIndexMany: this.db.prepare<[string, string], { i: number; etag: string }>(
+        "SELECT p.key AS i, e.etag AS etag FROM json_each(?) AS p CROSS JOIN etag_index AS e ON e.bucket = ? AND e.key = json_extract(p.value, '$[0]') AND e.upstream_etag = json_extract(p.value, '$[1]')",
+      ),
       putIndex: this.db.prepare('INSERT OR REPLACE INTO etag_index (bucket, key, upstream_etag, etag, at) VALUES (?, ?, ?, ?, ?)'),
       putPart: this.db.prepare('INSERT OR REPLACE INTO part_digests_by_md5 (upload_id, part_number, md5, sha256, size, checksum, at) VALUES (?, ?, ?, ?, ?, ?, ?)'),
       getParts: this.db.prepare<[string], { part_number: number; sha256: string; md5: string; size: number; checksum: string | null }>('SELECT part_number, sha256, md5, size, checksum FROM part_digests_by_md5 WHERE upload_id = ? ORDER BY part_number, rowid'),
@@ -279,6 +288,14 @@ export class SqliteStateStore implements StateStore {
 
   async getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined> {
     return this.pendingIndex.get(indexId(bucket, key, upstreamETag))?.etag ?? this.q.getIndex.get(bucket, key, upstreamETag)?.etag;
+  }
+
+  async getIndexedETags(bucket: string, entries: ReadonlyArray<readonly [key: string, upstreamETag: string]>): Promise<Array<string | undefined>> {
+    const out: Array<string | undefined> = entries.map(([key, upstreamETag]) => this.pendingIndex.get(indexId(bucket, key, upstreamETag))?.etag);
+    const asked = entries.flatMap((e, i) => (out[i] === undefined ? [i] : []));
+    if (asked.length === 0) return out;
+    for (const row of this.q.getIndexMany.all(JSON.stringify(asked.map((i) => entries[i])), bucket)) out[asked[row.i]!] = row.etag;
+    return out;
   }
 
   async putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void> {

@@ -170,6 +170,12 @@ export interface StateStore {
   /** s3 backend: the SHA-256 ETag of (bucket, key) at the upstream's ETag. */
   getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined>;
   putIndexedETag(bucket: string, key: string, upstreamETag: string, etag: string): Promise<void>;
+  /**
+   * getIndexedETag for many (key, upstream ETag) pairs of one bucket, in one
+   * round trip (one SELECT, one MGET): a listing page asks once, not once per
+   * key. Answers in the order asked, undefined where not indexed.
+   */
+  getIndexedETags(bucket: string, entries: ReadonlyArray<readonly [key: string, upstreamETag: string]>): Promise<Array<string | undefined>>;
 
   /**
    * s3 backend: digests of an uploaded part, for the composite ETag at

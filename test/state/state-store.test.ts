@@ -566,6 +566,20 @@ describe.each(implementations)('StateStore contract: $name', (impl) => {
       expect(await state.getIndexedETag('b', 'k', 'up1')).toBe('sha-1b');
     });
 
+    it('ETag index, batched: one answer per (key, upstream ETag), in the order asked, as getIndexedETag gives it', async () => {
+      const state = await open();
+      await state.putIndexedETag('b', 'k1', 'up1', 'sha-1');
+      await state.putIndexedETag('b', 'k2', 'up2', 'sha-2');
+      await state.putIndexedETag('other', 'k3', 'up3', 'sha-3');
+      // A key whose upstream ETag moved (rewritten around casket) is not indexed; nor another bucket's entry.
+      const asked = [['k2', 'up2'], ['k1', 'up-new'], ['k3', 'up3'], ['k1', 'up1'], ['odd "key" \u{1F511}', 'up1']] as const;
+      expect(await state.getIndexedETags('b', asked)).toEqual(['sha-2', undefined, undefined, 'sha-1', undefined]);
+      expect(await Promise.all(asked.map(([k, u]) => state.getIndexedETag('b', k, u)))).toEqual(['sha-2', undefined, undefined, 'sha-1', undefined]);
+      expect(await state.getIndexedETags('b', [])).toEqual([]);
+      await state.putIndexedETag('b', 'k1', 'up1', 'sha-1b');
+      expect(await state.getIndexedETags('b', [['k1', 'up1']])).toEqual(['sha-1b']);
+    });
+
     const part = (partNumber: number, tag: string, md5 = `md5-${tag}`) => ({ partNumber, sha256: `sha-${tag}`, md5, size: partNumber * 100, ...(partNumber === 3 && { checksum: `crc32 ${tag}AAAA==` }) });
 
     it('part digests: put in any order, read back by part number, every MD5 of a part number kept, deleted', async () => {

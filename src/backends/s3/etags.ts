@@ -161,6 +161,46 @@ export class ETagResolver {
   }
 
   /**
+   * indexed() for a listing page, in one state-store round trip
+   * (getIndexedETags) rather than one per key: the same entries, so the same
+   * answer per key — an entry is keyed by the upstream ETag the listing
+   * shows, so a key rewritten around casket is simply not indexed (undefined,
+   * and the caller HEADs it). A state store that cannot answer means none indexed.
+   */
+  async indexedMany(bucket: string, listed: ReadonlyArray<readonly [key: string, upstreamETag: string]>): Promise<Array<Resolved | undefined>> {
+    const out: Array<Resolved | undefined> = listed.map(([key, upstreamETag]) => this.known.get(`${bucket}\0${key}\0${upstreamETag}`));
+    const asked: number[] = [];
+    const ids: Array<readonly [string, string]> = [];
+    for (const [i, [key, upstreamETag]] of listed.entries()) {
+      if (out[i] !== undefined) continue;
+      asked.push(i);
+      ids.push([key, upstreamETag], [key, `${upstreamETag}#checksum`]);
+      // Part sizes exist only for composite ETags, which only a multipart upstream object has.
+      if (upstreamETag.includes('-')) ids.push([key, `${upstreamETag}#parts`]);
+    }
+    if (ids.length === 0) return out;
+    const values = await this.state.getIndexedETags(bucket, ids).catch(() => undefined);
+    if (values === undefined) return out;
+    let at = 0;
+    for (const i of asked) {
+      const [key, upstreamETag] = listed[i]!;
+      const etag = values[at++];
+      const checksumText = values[at++];
+      const sizes = upstreamETag.includes('-') ? values[at++] : undefined;
+      if (etag === undefined) continue;
+      let resolved: Resolved = { etag };
+      if (etag.includes('-') && sizes !== undefined) resolved = { etag, partSizes: JSON.parse(sizes) as number[] };
+      const checksum = decodeIndexedChecksum(checksumText);
+      if (checksum) resolved = { ...resolved, checksum: checksum.checksum, ...(checksum.partChecksums && { partChecksums: checksum.partChecksums }) };
+      // Kept for HEAD/GET only when as complete as indexed() makes it: a
+      // composite ETag of an upstream ETag without `-` had its sizes unasked.
+      if (!etag.includes('-') || upstreamETag.includes('-')) this.known.set(`${bucket}\0${key}\0${upstreamETag}`, resolved);
+      out[i] = resolved;
+    }
+    return out;
+  }
+
+  /**
    * casket's ETag of the version a HEAD/GET response describes: its casket
    * metadata, else the index, else computed by reading it (throws
    * VersionChanged if the object changed meanwhile). `versionId`: the

@@ -1,8 +1,8 @@
 /**
  * ListObjects on the upstream (ListObjectsV2 upstream, whatever the client
  * asked: s3/operations/list-objects.ts renders v1 or v2), with every ETag
- * rewritten to casket's: from the ETag index (etags.ts) when the upstream
- * ETag is known, else by a HEAD of that key (written around casket, or by
+ * rewritten to casket's: from the ETag index (etags.ts, one batched lookup
+ * per page) when the upstream ETag is known, else by a HEAD of that key (written around casket, or by
  * another replica before it was indexed). The upstream's XML is scanned
  * rather than parsed in full (listing-xml.ts).
  */
@@ -29,12 +29,13 @@ export async function listObjects(client: UpstreamClient, etags: ETagResolver, v
   // The plain form every S3 server sends, scanned; anything else parsed in full (listing-xml.ts).
   const result: Partial<UpstreamListing> = scanListing(text) ?? rootOf<UpstreamListing>(documentOf(text, req));
   const contents = (result.Contents ?? []).filter((c) => typeof c.Key === 'string');
-  const objects = await mapLimit(contents, 8, async (c): Promise<ObjectInfo | undefined> => {
+  // One state-store round trip for the page's ETags, not one per key.
+  const indexed = await etags.indexedMany(bucket, contents.map((c) => [c.Key!, unquote(c.ETag ?? '')] as const));
+  const objects = await mapLimit(contents, 8, async (c, i): Promise<ObjectInfo | undefined> => {
     const key = c.Key!;
-    const upstreamETag = unquote(c.ETag ?? '');
     const size = Number(c.Size ?? 0);
     const lastModified = c.LastModified ? new Date(c.LastModified) : new Date(0);
-    const known = await etags.indexed(bucket, key, upstreamETag);
+    const known = indexed[i];
     if (known) return { bucket, key, etag: known.etag, size, lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }), ...(known.checksum && { checksum: known.checksum }) };
     // Not indexed (written around casket, or by another replica): HEAD, then compute if need be.
     const current = await versions.current(bucket, key);
@@ -63,13 +64,13 @@ function startAfter(params: ListObjectsParams): string | undefined {
   return after;
 }
 
-async function mapLimit<A, B>(items: A[], limit: number, fn: (a: A) => Promise<B>): Promise<B[]> {
+async function mapLimit<A, B>(items: A[], limit: number, fn: (a: A, i: number) => Promise<B>): Promise<B[]> {
   const out: B[] = new Array(items.length);
   let next = 0;
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {
       const i = next++;
-      out[i] = await fn(items[i]!);
+      out[i] = await fn(items[i]!, i);
     }
   });
   await Promise.all(workers);

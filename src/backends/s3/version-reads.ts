@@ -113,14 +113,15 @@ export class VersionReads {
     const entry = (v: Listed): VersionEntry => ({ key: v.Key!, versionId: v.VersionId ?? 'null', isLatest: v.IsLatest === 'true', lastModified: v.LastModified ? new Date(v.LastModified) : new Date(0) });
     const versions = many(result.Version).filter((v) => typeof v.Key === 'string');
     const entries: VersionEntry[] = [];
+    // One state-store round trip for the page's ETags, not one per version.
+    const indexed = await this.etags.indexedMany(bucket, versions.map((v) => [v.Key!, unquote(v.ETag ?? '')] as const));
     // Few at a time: a version casket has not indexed costs a HEAD (and, written around casket, a read).
     for (let i = 0; i < versions.length; i += 8) {
       entries.push(
         ...(await Promise.all(
-          versions.slice(i, i + 8).map(async (v): Promise<VersionEntry> => {
-            const upstreamETag = unquote(v.ETag ?? '');
+          versions.slice(i, i + 8).map(async (v, j): Promise<VersionEntry> => {
             const size = Number(v.Size ?? 0);
-            const known = await this.etags.indexed(bucket, v.Key!, upstreamETag);
+            const known = indexed[i + j];
             const info: ObjectInfo = known
               ? { bucket, key: v.Key!, etag: known.etag, size, lastModified: entry(v).lastModified, headers: {}, metadata: {} }
               : (await this.head(bucket, v.Key!, v.VersionId ?? 'null')).info;
