@@ -4,16 +4,19 @@
  * notice: lines come in the order the requests were answered, none waits
  * longer than --log-flush-ms after a burst stops, a line that is not a
  * request line (here SIGHUP's reload line) goes out at once behind the
- * request lines held before it, and a SIGTERM loses none of them.
+ * request lines held before it, and a SIGTERM loses none of them, not even
+ * the line of a request answered during the drain.
  */
 import { spawn } from 'node:child_process';
+import { request as httpRequest, type ClientRequest } from 'node:http';
+import { once } from 'node:events';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/casket.js';
 import { until } from '../helpers/poll.js';
-import { raw } from '../helpers/raw.js';
+import { raw, signRequest } from '../helpers/raw.js';
 
 const admin = { accessKeyId: 'LOGBATCHADMIN', secretAccessKey: 'log-batching-secret' };
 
@@ -64,7 +67,7 @@ describe('the request log written in batches', () => {
     }
   });
 
-  it('a reload line is not held and follows the held request lines; SIGTERM writes what is held', async () => {
+  it('a reload line is not held and follows the held request lines; SIGTERM loses none, not even a request answered in the drain', async () => {
     // A bound no test waits for: only the other lines and the exit can write these.
     const c = await casket(60_000);
     try {
@@ -77,9 +80,31 @@ describe('the request log written in batches', () => {
 
       await burst(c.url, 'before-term', 20);
       expect(logged(c.out, 'before-term')).toEqual([]);
+      // A PutObject still in flight when SIGTERM comes: answered during the
+      // drain, after the stop line, so only the exit can write its line.
+      const body = 'answered during the drain';
+      const { headers } = await signRequest(c.url, admin, { method: 'PUT', path: '/batched/in-flight', body, headers: { expect: '100-continue' } });
+      const u = new URL(c.url);
+      let req!: ClientRequest;
+      const answer = new Promise<number>((resolve, reject) => {
+        req = httpRequest({ host: u.hostname, port: u.port, method: 'PUT', path: '/batched/in-flight', headers }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+      });
+      // casket's 100 Continue: it has the request, and waits for the body.
+      req.flushHeaders();
+      await once(req, 'continue');
+      req.write(body.slice(0, 5));
       c.proc.kill('SIGTERM');
+      await until(() => c.out.includes('casket is stopping'), 'the stop line', 5_000);
+      req.end(body.slice(5));
+      expect(await answer).toBe(200);
       expect(await c.exited).toBe(0);
-      expect(logged(c.out, 'before-term')).toEqual(keys('before-term', 20));
+      const stop = c.out.indexOf('casket is stopping');
+      expect(logged(c.out.slice(0, stop), 'before-term')).toEqual(keys('before-term', 20));
+      expect(c.out.slice(stop)).toMatch(/"operation":"PutObject"[^\n]*"key":"in-flight"/);
     } finally {
       if (c.proc.exitCode === null) c.proc.kill('SIGKILL');
     }
