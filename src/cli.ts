@@ -112,7 +112,7 @@ async function main(): Promise<void> {
   checkDataDir(config.dataDir);
   await checkListen(config.host, config.port);
 
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFlushMs);
   let credentials = config.credentials;
   let generated: Credential | undefined;
   let generatedNow = false;

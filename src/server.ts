@@ -230,7 +230,7 @@ function createBackend(config: Config, state: StateStore, metrics: Metrics, log:
   return backend;
 }
 
-export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel)): Promise<Casket> {
+export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel, config.logFlushMs)): Promise<Casket> {
   mkdirSync(config.dataDir, { recursive: true });
   const metrics = new Metrics();
   const state = await createState(config);
