@@ -86,8 +86,10 @@ export interface ChangesetEngine {
   dir: ChangesetDir;
   /**
    * Test hook (CASKET_TEST_CHANGESET_KILL_AFTER, read by server.ts only when
-   * set): SIGKILL this process after this many entries of a changeset were
-   * applied, to prove recovery (test/changesets/kill.test.ts). Never set in production.
+   * set): SIGKILL this process once this many entries of a changeset were
+   * applied (0: right after the decision; the entry count: after the last
+   * entry, before the intent is removed; -1: just before the decision), to
+   * prove recovery (test/changesets/kill.test.ts). Never set in production.
    */
   killAfter?: number;
 }
@@ -168,6 +170,7 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
           ...(e.contentType !== undefined && { contentType: e.contentType }),
         })),
       };
+      if (engine.killAfter === -1) process.kill(process.pid, 'SIGKILL');
       await engine.dir.decide(intent);
       decided = true;
       const landed = await applyIntent(services, engine, caller, intent);
@@ -208,11 +211,15 @@ async function explained(r: Refusal, attempted: string | null, services: Service
 export async function applyIntent(services: Services, engine: ChangesetEngine, caller: ChangesetCaller, intent: Intent): Promise<LandedEntry[]> {
   const landed: LandedEntry[] = [];
   let applied = 0;
+  const killPoint = () => {
+    if (engine.killAfter !== undefined && engine.killAfter >= 0 && applied >= engine.killAfter) process.kill(process.pid, 'SIGKILL');
+  };
   for (const entry of intent.entries) {
+    killPoint();
     landed.push(await applyEntry(services, engine, caller, intent.id, entry));
     applied++;
-    if (engine.killAfter !== undefined && applied >= engine.killAfter) process.kill(process.pid, 'SIGKILL');
   }
+  killPoint();
   await engine.dir.discard(intent.id);
   return landed;
 }
