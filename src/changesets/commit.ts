@@ -148,6 +148,7 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
     validate(entries, caller.access);
     if (!services.gate) throw new Error('changesets need the key gate (Services.gate)');
     const release = await services.gate.exclusive(entries);
+    let keepLocked = false;
     try {
       const currents = await Promise.all(entries.map((e) => services.backend.headObject(e.bucket, e.key)));
       const refusals = (await Promise.all(entries.map((e, i) => check(services, caller, e, currents[i]!)))).filter((r): r is Refusal => r !== undefined);
@@ -173,13 +174,48 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
       if (engine.killAfter === -1) process.kill(process.pid, 'SIGKILL');
       await engine.dir.decide(intent);
       decided = true;
-      const landed = await applyIntent(services, engine, caller, intent);
-      return { id, landed };
+      try {
+        const landed = await applyIntent(services, engine, caller, intent);
+        return { id, landed };
+      } catch (err) {
+        // Decided, not all applied (the backend failed: an upstream down).
+        // The keys stay locked — readers through casket wait, then get
+        // SlowDown, rather than see a mix — while casket retries.
+        keepLocked = true;
+        void finishLater(services, engine, caller, intent, release);
+        services.log.error({ err, changeset: id }, 'changeset decided but not all applied: retrying, its keys held until it lands');
+        throw new S3Error('ServiceUnavailable', `The changeset ${id} was decided, and its entries are being applied: it lands whole. Read its keys again shortly.`);
+      }
     } finally {
-      release();
+      if (!keepLocked) release();
     }
   } finally {
     if (!decided) await engine.dir.discard(id);
+  }
+}
+
+/** How long between attempts to finish a decided changeset whose backend failed. */
+const RETRY_MS = 1000;
+
+/** Applies a decided changeset until it lands (or the process ends: then recovery does, at the next start), then releases its keys. */
+async function finishLater(services: Services, engine: ChangesetEngine, caller: ChangesetCaller, intent: Intent, release: () => void): Promise<void> {
+  try {
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, RETRY_MS).unref());
+      try {
+        await applyIntent(services, engine, caller, intent);
+        services.log.info({ changeset: intent.id }, 'changeset landed after a retry');
+        return;
+      } catch (err) {
+        // A refusal now means the key was changed around casket: it will not heal by retrying.
+        if (err instanceof Refusal) {
+          services.log.error({ err, changeset: intent.id }, 'changeset: an entry changed around casket; its intent is kept for recovery at the next start');
+          return;
+        }
+      }
+    }
+  } finally {
+    release();
   }
 }
 
