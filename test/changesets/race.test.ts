@@ -1,6 +1,7 @@
 /**
  * Isolation of changesets (issue 39, item 2), judged by a checker rather
- * than by eye, on the embedded store through one casket.
+ * than by eye, through one casket on the embedded store and in front of an
+ * upstream (moto, or CASKET_TEST_UPSTREAM's).
  *
  * Seven counter keys k0..k6. Two writers each run ROUNDS rounds of a 5-file
  * changeset over overlapping keys (writer a: k0..k4, writer b: k2..k6): read
@@ -25,6 +26,7 @@ import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { commit } from '../helpers/changeset.js';
 import { bytes, sdk } from '../helpers/clients.js';
 import { checkChain, type AckedWrite } from '../helpers/history.js';
+import { startUpstream, upstreamKindFromEnv, type Upstream } from '../helpers/upstream.js';
 
 const ROUNDS = 50;
 const bucket = 'race';
@@ -43,8 +45,10 @@ interface Read {
 }
 
 const running: RunningCasket[] = [];
+let upstream: Upstream | undefined;
 afterAll(async () => {
   for (const c of running) await c.stop();
+  await upstream?.stop();
 });
 
 async function read(s3: S3Client, key: string): Promise<Read> {
@@ -53,71 +57,73 @@ async function read(s3: S3Client, key: string): Promise<Read> {
 }
 
 describe('two writers race 5-file changesets over overlapping keys, with readers', () => {
-  it('embedded store: every acknowledged changeset applied whole, no refused one visible, no reader saw a mix', async () => {
-    const casket = await startCasket();
-    running.push(casket);
-    const s3 = sdk(casket.url, casket.admin);
-    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-    const initial = new Map<string, Read>();
-    for (const key of KEYS) {
-      await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify({ v: 0, cs: 'init' }) }));
-      initial.set(key, await read(s3, key));
-    }
-    const acks = new Map<string, AckedWrite[]>(KEYS.map((k) => [k, []]));
-    /** What each acknowledged changeset wrote: key → value. */
-    const landed = new Map<string, Map<string, number>>([['init', new Map(KEYS.map((k) => [k, 0]))]]);
-    let refused = 0;
-    let done = false;
-    const writer = async (name: 'a' | 'b') => {
-      for (let round = 0; round < ROUNDS; round++) {
-        const cs = `${name}${round}`;
-        const seen = await Promise.all(WRITERS[name].map((k) => read(s3, k)));
-        const res = await commit(casket.url, casket.admin, bucket, seen.map((r) => ({ key: r.key, body: JSON.stringify({ v: r.content.v + 1, cs }), 'if-match': r.etag })));
-        if (res.status === 412) {
-          refused++;
-          continue;
+  for (const backend of ['embedded store', 'upstream'] as const) {
+    it(`${backend}: every acknowledged changeset applied whole, no refused one visible, no reader saw a mix`, async () => {
+      const casket = await startCasket(backend === 'upstream' ? { upstream: (upstream = await startUpstream(upstreamKindFromEnv() ?? 'moto')) } : {});
+      running.push(casket);
+      const s3 = sdk(casket.url, casket.admin);
+      await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+      const initial = new Map<string, Read>();
+      for (const key of KEYS) {
+        await s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: JSON.stringify({ v: 0, cs: 'init' }) }));
+        initial.set(key, await read(s3, key));
+      }
+      const acks = new Map<string, AckedWrite[]>(KEYS.map((k) => [k, []]));
+      /** What each acknowledged changeset wrote: key → value. */
+      const landed = new Map<string, Map<string, number>>([['init', new Map(KEYS.map((k) => [k, 0]))]]);
+      let refused = 0;
+      let done = false;
+      const writer = async (name: 'a' | 'b') => {
+        for (let round = 0; round < ROUNDS; round++) {
+          const cs = `${name}${round}`;
+          const seen = await Promise.all(WRITERS[name].map((k) => read(s3, k)));
+          const res = await commit(casket.url, casket.admin, bucket, seen.map((r) => ({ key: r.key, body: JSON.stringify({ v: r.content.v + 1, cs }), 'if-match': r.etag })));
+          if (res.status === 412) {
+            refused++;
+            continue;
+          }
+          expect(res.status, JSON.stringify(res.json)).toBe(200);
+          landed.set(cs, new Map(seen.map((r) => [r.key, r.content.v + 1])));
+          for (const [i, r] of seen.entries()) acks.get(r.key)!.push({ writer: cs, from: r.etag, to: res.json.landed![i]!.etag!, value: r.content.v + 1 });
         }
-        expect(res.status, JSON.stringify(res.json)).toBe(200);
-        landed.set(cs, new Map(seen.map((r) => [r.key, r.content.v + 1])));
-        for (const [i, r] of seen.entries()) acks.get(r.key)!.push({ writer: cs, from: r.etag, to: res.json.landed![i]!.etag!, value: r.content.v + 1 });
-      }
-    };
-    const passes: Read[][] = [];
-    const reader = async () => {
-      const r = sdk(casket.url, casket.admin);
-      while (!done) {
-        const pass: Read[] = [];
-        for (const key of KEYS) pass.push(await read(r, key));
-        passes.push(pass);
-      }
-    };
-    const readers = [reader(), reader()];
-    await Promise.all([writer('a'), writer('b')]);
-    done = true;
-    await Promise.all(readers);
+      };
+      const passes: Read[][] = [];
+      const reader = async () => {
+        const r = sdk(casket.url, casket.admin);
+        while (!done) {
+          const pass: Read[] = [];
+          for (const key of KEYS) pass.push(await read(r, key));
+          passes.push(pass);
+        }
+      };
+      const readers = [reader(), reader()];
+      await Promise.all([writer('a'), writer('b')]);
+      done = true;
+      await Promise.all(readers);
 
-    const problems: string[] = [];
-    for (const key of KEYS) {
-      const last = await read(s3, key);
-      const verdict = checkChain({ etag: initial.get(key)!.etag, value: 0 }, acks.get(key)!, { etag: last.etag, value: last.content.v });
-      problems.push(...verdict.problems.map((p) => `${key}: ${p}`));
-      if (!landed.has(last.content.cs)) problems.push(`${key} ends at changeset ${last.content.cs}, which was not acknowledged`);
-    }
-    for (const pass of passes) {
-      for (const [i, r] of pass.entries()) {
-        const wrote = landed.get(r.content.cs);
-        if (!wrote) {
-          problems.push(`a reader saw ${r.key} from changeset ${r.content.cs}, which was not acknowledged`);
-          continue;
-        }
-        for (const later of pass.slice(i + 1)) {
-          const floor = wrote.get(later.key);
-          if (floor !== undefined && later.content.v < floor) problems.push(`mix: a reader saw ${r.key} of ${r.content.cs}, then ${later.key} at ${later.content.v} (${later.content.cs}), older than ${r.content.cs}'s ${floor}`);
+      const problems: string[] = [];
+      for (const key of KEYS) {
+        const last = await read(s3, key);
+        const verdict = checkChain({ etag: initial.get(key)!.etag, value: 0 }, acks.get(key)!, { etag: last.etag, value: last.content.v });
+        problems.push(...verdict.problems.map((p) => `${key}: ${p}`));
+        if (!landed.has(last.content.cs)) problems.push(`${key} ends at changeset ${last.content.cs}, which was not acknowledged`);
+      }
+      for (const pass of passes) {
+        for (const [i, r] of pass.entries()) {
+          const wrote = landed.get(r.content.cs);
+          if (!wrote) {
+            problems.push(`a reader saw ${r.key} from changeset ${r.content.cs}, which was not acknowledged`);
+            continue;
+          }
+          for (const later of pass.slice(i + 1)) {
+            const floor = wrote.get(later.key);
+            if (floor !== undefined && later.content.v < floor) problems.push(`mix: a reader saw ${r.key} of ${r.content.cs}, then ${later.key} at ${later.content.v} (${later.content.cs}), older than ${r.content.cs}'s ${floor}`);
+          }
         }
       }
-    }
-    console.log(`changesets: ${landed.size - 1} acknowledged, ${refused} refused; ${passes.length} reader passes of ${KEYS.length} keys`);
-    expect(problems.slice(0, 10)).toEqual([]);
-    expect(landed.size - 1).toBeGreaterThan(ROUNDS / 2);
-  }, 120_000);
+      console.log(`changesets: ${landed.size - 1} acknowledged, ${refused} refused; ${passes.length} reader passes of ${KEYS.length} keys`);
+      expect(problems.slice(0, 10)).toEqual([]);
+      expect(landed.size - 1).toBeGreaterThan(ROUNDS / 2);
+    }, 120_000);
+  }
 });
