@@ -178,6 +178,11 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
         const landed = await applyIntent(services, engine, caller, intent);
         return { id, landed };
       } catch (err) {
+        if (err instanceof Refusal) {
+          // A key was written around casket (straight to the upstream) since the check: no retry heals that.
+          services.log.error({ err, changeset: id, key: err.key }, 'changeset: an entry was changed around casket after the check; the changeset is partly applied, its intent kept for the next start');
+          throw new S3Error('InternalError', `The changeset ${id} could not apply ${err.bucket}/${err.key}: it was changed around casket (not through it) after the check. The entries before it landed.`);
+        }
         // Decided, not all applied (the backend failed: an upstream down).
         // The keys stay locked — readers through casket wait, then get
         // SlowDown, rather than see a mix — while casket retries.

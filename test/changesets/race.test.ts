@@ -7,13 +7,18 @@
  * changeset over overlapping keys (writer a: k0..k4, writer b: k2..k6): read
  * each key (version V, value n), commit n + 1 to every key conditioned on V
  * (If-Match) through POST /_casket/commit. Each content names its changeset.
- * Meanwhile two readers read k0..k6 in order, again and again, through casket.
+ * Meanwhile a third writer increments k3 alone with single conditional
+ * PutObjects (If-Match), and two readers read k0..k6 in order, again and
+ * again, through casket.
  *
  * Judged:
  *   - per key, every acknowledged entry forms one chain from the first
  *     version to the last (test/helpers/history.ts checkChain): no entry of
  *     an acknowledged changeset was lost or forked, and the final value
  *     counts exactly the acknowledged changesets that touched the key;
+ *   - a single write is ordered before or after a whole changeset: none
+ *     lands between a changeset's check and its entries (the changeset's
+ *     entry would then fail, half applied: every commit must answer 200 or 412);
  *   - a refused changeset wrote nothing: no reader and no final read ever
  *     shows a changeset that was not acknowledged;
  *   - no reader saw a mix: once a reader saw changeset X on one key, each
@@ -87,6 +92,19 @@ describe('two writers race 5-file changesets over overlapping keys, with readers
           for (const [i, r] of seen.entries()) acks.get(r.key)!.push({ writer: cs, from: r.etag, to: res.json.landed![i]!.etag!, value: r.content.v + 1 });
         }
       };
+      const single = async () => {
+        for (let round = 0; round < ROUNDS; round++) {
+          const cs = `s${round}`;
+          const r = await read(s3, 'k3');
+          const put = await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'k3', Body: JSON.stringify({ v: r.content.v + 1, cs }), IfMatch: r.etag })).catch((e: { name?: string }) => {
+            if (e.name === 'PreconditionFailed') return undefined;
+            throw e;
+          });
+          if (!put) continue;
+          landed.set(cs, new Map([['k3', r.content.v + 1]]));
+          acks.get('k3')!.push({ writer: cs, from: r.etag, to: put.ETag!, value: r.content.v + 1 });
+        }
+      };
       const passes: Read[][] = [];
       const reader = async () => {
         const r = sdk(casket.url, casket.admin);
@@ -97,7 +115,7 @@ describe('two writers race 5-file changesets over overlapping keys, with readers
         }
       };
       const readers = [reader(), reader()];
-      await Promise.all([writer('a'), writer('b')]);
+      await Promise.all([writer('a'), writer('b'), single()]);
       done = true;
       await Promise.all(readers);
 
