@@ -57,8 +57,15 @@ afterAll(async () => {
 });
 
 async function read(s3: S3Client, key: string): Promise<Read> {
-  const o = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
-  return { key, etag: o.ETag!, content: JSON.parse((await bytes(o.Body)).toString()) as Content };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const o = await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return { key, etag: o.ETag!, content: JSON.parse((await bytes(o.Body)).toString()) as Content };
+    } catch (e) {
+      // moto answers a rare 500 under concurrent load (casket relays it as InternalError): a read is safe to repeat.
+      if (attempt >= 3 || ((e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode ?? 0) < 500) throw e;
+    }
+  }
 }
 
 describe('two writers race 5-file changesets over overlapping keys, with readers', () => {
