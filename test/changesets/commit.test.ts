@@ -9,11 +9,11 @@ import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sd
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { commit } from '../helpers/changeset.js';
+import { commit, multipart } from '../helpers/changeset.js';
 import { bytes, sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, text } from '../helpers/mcp.js';
 import { textOnlyOnError } from '../helpers/model-view.js';
-import { raw } from '../helpers/raw.js';
+import { raw, sha256hex } from '../helpers/raw.js';
 
 let casket: RunningCasket;
 let ann: Client;
@@ -111,6 +111,14 @@ describe('POST /_casket/commit', () => {
     expect(noBody.status).toBe(400);
     expect(await content('l/x')).toBeUndefined();
     expect(await content('l/0')).toBeUndefined();
+  });
+
+  it('a body that is not the one signed (x-amz-content-sha256) is refused before anything lands', async () => {
+    const { body, contentType } = multipart([{ key: 'p/x.txt', body: 'what was sent', 'if-none-match': '*' }]);
+    const r = await raw(casket.url, casket.admin, { method: 'POST', path: `/_casket/commit?bucket=${bucket}`, headers: { 'content-type': contentType }, body, payloadHash: sha256hex('another body') });
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.body).error).toBe('XAmzContentSHA256Mismatch');
+    expect(await content('p/x.txt')).toBeUndefined();
   });
 
   it('unsigned or wrongly signed: refused', async () => {
