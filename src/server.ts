@@ -60,6 +60,11 @@ import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
+import { KeyGate } from './changesets/locks.js';
+import { ChangesetDir } from './changesets/intent.js';
+import type { ChangesetEngine } from './changesets/commit.js';
+import { recoverChangesets } from './changesets/recover.js';
+import { COMMIT_PATH, commitEndpoint } from './changesets/endpoint.js';
 import { Drain } from './drain.js';
 
 export interface Casket {
@@ -268,7 +273,13 @@ export async function startCasket(config: Config, credentials: Credential[], log
     ...(preImages && { preImages: new Retainer(preImages, config.preImageMaxSize, log) }),
     diffMaxBytes: config.diffMaxBytes,
     events,
+    gate: new KeyGate(),
   };
+  // Changesets (src/changesets/): staged in the data dir; any a crash left are finished or undone before a request is served.
+  const killAfter = process.env.CASKET_TEST_CHANGESET_KILL_AFTER;
+  const changesets: ChangesetEngine = { dir: new ChangesetDir(join(config.dataDir, 'changesets')), ...(killAfter !== undefined && { killAfter: Number(killAfter) }) };
+  const recovered = await recoverChangesets(services, changesets);
+  if (recovered.discarded.length > 0) log.info({ changesets: recovered.discarded }, 'changesets that had not decided were discarded at start-up (nothing of them was written)');
   const options: HandleOptions = {
     lookup: staticCredentials(credentials),
     anonymous: config.anonymous,
@@ -373,6 +384,11 @@ export async function startCasket(config: Config, credentials: Credential[], log
     const res = await rollbackEndpoint(c.env?.incoming, () => c.req.arrayBuffer(), services, options);
     return c.json(res.body, res.status as 200);
   });
+  // Changesets over HTTP (issue 39): src/changesets/endpoint.ts.
+  app.post(COMMIT_PATH, async (c) => {
+    const res = await commitEndpoint(c.env?.incoming, services, changesets, options.lookup, options.agentHeader);
+    return c.json(res.body, res.status as 200);
+  });
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
   app.get('/_casket/merge', (c) => changes(c, (req, q) => casketMerge(req, options.lookup, services, q)));
   app.get('/_casket/agents/:agent/changes', (c) => changes(c, (req, q) => agentChanges(req, options.lookup, services, c.req.param('agent'), q)));
@@ -391,7 +407,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
-  const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
+  const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }, changesets), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
   app.all(MCP_PATH, (c) => mcp(c.req.raw));
   // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
   let credentialsInForce: readonly Credential[] = credentials;

@@ -14,6 +14,7 @@ import type { Retainer } from '../retention/retainer.js';
 import type { AccessCheck } from './access.js';
 import type { Operation } from './operations.js';
 import type { S3Response } from './respond.js';
+import type { KeyGate } from '../changesets/locks.js';
 
 export interface RequestContext {
   requestId: string;
@@ -58,6 +59,11 @@ export interface Services {
   diffMaxBytes?: number;
   /** Where committed writes are told, for the event stream and webhooks (src/events/); absent: nobody listens. */
   events?: EventSink;
+  /**
+   * Per-key gates that order changesets against single writes and reads
+   * (src/changesets/locks.ts); absent: no changesets (single writes pay nothing).
+   */
+  gate?: KeyGate;
 }
 
 /**
@@ -83,6 +89,8 @@ export interface WriteNotice {
   deleteMarker?: boolean;
   /** The write is the merged content of a three-way merge (s3/merge-write.ts). */
   merged?: boolean;
+  /** The write is one entry of a changeset (src/changesets/): its id, shared by the other entries. */
+  changeset?: string;
   /** Refusals: casket's reason, the status and S3 error code answered, the current ETag. */
   reason?: string;
   status?: number;

@@ -69,6 +69,7 @@ interface LogRow {
   new_etag: string | null;
   invocation_id: string | null;
   version_id: string | null;
+  changeset: string | null;
 }
 
 function toStamp(row: StampRow): ReadStamp {
@@ -104,6 +105,7 @@ export class SqliteStateStore implements StateStore {
     if (!columns.some((c) => c.name === 'invocation_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN invocation_id TEXT');
     // ... and before S3 versioning (docs/design.md §10).
     if (!columns.some((c) => c.name === 'version_id')) this.db.exec('ALTER TABLE write_log ADD COLUMN version_id TEXT');
+    if (!columns.some((c) => c.name === 'changeset')) this.db.exec('ALTER TABLE write_log ADD COLUMN changeset TEXT');
     // ... and before flexible checksums.
     const partColumns = this.db.prepare<[], { name: string }>("SELECT name FROM pragma_table_info('part_digests')").all();
     if (!partColumns.some((c) => c.name === 'checksum')) this.db.exec('ALTER TABLE part_digests ADD COLUMN checksum TEXT');
@@ -121,7 +123,7 @@ export class SqliteStateStore implements StateStore {
       putStamp: this.db.prepare('INSERT OR REPLACE INTO stamps (agent, bucket, key, etag, size, full, covered, at, seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       listStamps: this.db.prepare<[string, number], StampRow>('SELECT bucket, key, etag, size, full, covered, at FROM stamps WHERE agent = ? AND at >= ? ORDER BY bucket, key'),
       forget: this.db.prepare('DELETE FROM stamps WHERE agent = ? AND bucket = ? AND key = ?'),
-      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+      appendLog: this.db.prepare('INSERT INTO write_log (at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id, changeset) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)'),
       getIndex: this.db.prepare<[string, string, string], { etag: string }>('SELECT etag FROM etag_index WHERE bucket = ? AND key = ? AND upstream_etag = ?'),
       // Every (key, upstream ETag) of a listing page as one JSON array, so one
       // statement, prepared once, serves any page size (json_each,
@@ -226,7 +228,7 @@ export class SqliteStateStore implements StateStore {
     this.pendingIndex = new Map();
     this.db.transaction(() => {
       for (const e of batch) {
-        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null, e.versionId ?? null);
+        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null, e.versionId ?? null, e.changeset ?? null);
         this.counted();
       }
       for (const i of index.values()) this.q.putIndex.run(i.bucket, i.key, i.upstreamETag, i.etag, i.at);
@@ -262,7 +264,7 @@ export class SqliteStateStore implements StateStore {
     if (q.before !== undefined) (where.push('id < ?'), args.push(Number(q.before)));
     if (q.since !== undefined) (where.push('at >= ?'), args.push(q.since.getTime()));
     if (q.until !== undefined) (where.push('at <= ?'), args.push(q.until.getTime()));
-    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT id, at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
+    const rows = this.db.prepare<Array<string | number>, LogRow>(`SELECT id, at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id, changeset FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`).all(...args, q.limit);
     return rows.map((r) => ({
       at: new Date(r.at),
       bucket: r.bucket,
@@ -274,6 +276,7 @@ export class SqliteStateStore implements StateStore {
       ...(r.new_etag !== null && { newETag: r.new_etag }),
       ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
       ...(r.version_id !== null && { versionId: r.version_id }),
+      ...(r.changeset !== null && { changeset: r.changeset }),
       cursor: String(r.id),
     }));
   }

@@ -59,6 +59,8 @@ export interface WriteLogEntry {
    * repeats (docs/design.md §3, exact retries).
    */
   invocationId?: string;
+  /** The changeset the write was an entry of (src/changesets/): its entries share it. */
+  changeset?: string;
   /**
    * Where the entry sits in the log, set by listWriteLog: an opaque cursor
    * for the next page (WriteLogQuery.before). Never stored.
