@@ -92,6 +92,14 @@ export interface ChangesetEngine {
    * prove recovery (test/changesets/kill.test.ts). Never set in production.
    */
   killAfter?: number;
+  /**
+   * Caskets share their state (--state redis): the key gate is this
+   * process's, so another casket's reads and writes would not wait for a
+   * changeset here, and one of its entries could be refused after the
+   * decision. Until the gate is shared, a changeset of more than one entry
+   * is refused there rather than risk landing half (issue 39).
+   */
+  sharedState?: boolean;
 }
 
 /** A RequestContext for the one write path, as the changeset's caller. */
@@ -146,6 +154,7 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
   let decided = false;
   try {
     validate(entries, caller.access);
+    if (engine.sharedState && entries.length > 1) throw new S3Error('NotImplemented', 'Changesets of several keys need one casket for now: caskets sharing a state store (--state redis) do not yet order them against each other. Write the keys one at a time, each with its condition.');
     if (!services.gate) throw new Error('changesets need the key gate (Services.gate)');
     const release = await services.gate.exclusive(entries);
     let keepLocked = false;
