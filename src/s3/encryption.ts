@@ -31,6 +31,9 @@ const SSE_C_PREFIXES = ['x-amz-server-side-encryption-customer-', 'x-amz-copy-so
 /** AWS's sentence for SSE-C over plain HTTP (ServerSideEncryptionCustomerKeys.html). */
 export const SSE_C_NEEDS_TLS = 'Requests specifying Server Side Encryption with Customer provided keys must be made over a secure connection.';
 
+/** The operations that take SSE-S3 / SSE-KMS request headers (API_PutObject, API_CopyObject, API_CreateMultipartUpload). */
+const ENCRYPTING = new Set(['PutObject', 'CopyObject', 'CreateMultipartUpload']);
+
 /** The values S3 accepts for x-amz-server-side-encryption (API_PutObject.html). */
 const METHODS = new Set(['AES256', 'aws:kms', 'aws:kms:dsse']);
 
@@ -39,7 +42,7 @@ const METHODS = new Set(['AES256', 'aws:kms', 'aws:kms:dsse']);
  * casket cannot carry; `secure`: it came over TLS; `upstream`: the backend is
  * an upstream that encrypts SSE-S3 / SSE-KMS itself.
  */
-export function refuseEncryption(headers: Record<string, string>, secure: boolean, upstream = false): void {
+export function refuseEncryption(headers: Record<string, string>, secure: boolean, upstream = false, operation?: string): void {
   const names = Object.keys(headers).filter((name) => name.startsWith(SSE) || SSE_C_PREFIXES.some((p) => name.startsWith(p)));
   if (names.length === 0) return;
   if (names.some((name) => SSE_C_PREFIXES.some((p) => name.startsWith(p)))) {
@@ -50,6 +53,10 @@ export function refuseEncryption(headers: Record<string, string>, secure: boolea
     );
   }
   if (upstream) {
+    // Only a write names how to encrypt what it writes; S3 answers a read that declares it 400 (s3-tests test_sse_kms_read_declare).
+    if (operation !== undefined && !ENCRYPTING.has(operation)) {
+      throw new S3Error('InvalidArgument', { message: `${names[0]} is not applicable to ${operation}: only a write says how to encrypt what it writes.`, fields: { ArgumentName: names[0]!, ArgumentValue: headers[names[0]!]! } });
+    }
     const method = headers[SSE];
     // AWS's answer for an unknown method; a key id, context or bucket key without a method is the upstream's to judge.
     if (method !== undefined && !METHODS.has(method)) throw new S3Error('InvalidArgument', { message: 'The encryption method specified is not supported', fields: { ArgumentName: SSE, ArgumentValue: method } });

@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { cleanEnv, hasPythonModule, python3 } from '../helpers/cli-tools.js';
 import { bytes, failure } from '../helpers/clients.js';
+import { errorCode, raw } from '../helpers/raw.js';
 import { casketWithBucket, etagOf } from '../helpers/suite.js';
 import { need } from '../helpers/tools.js';
 import { testTls, tlsArgs } from '../helpers/tls.js';
@@ -131,6 +132,10 @@ describe('SSE-KMS and SSE-S3', () => {
       expect((await direct.send(new HeadObjectCommand({ Bucket: bucket, Key: 'sse-mpu' }))).ServerSideEncryption).toBe('aws:kms');
       expect((await s3.send(new HeadObjectCommand({ Bucket: bucket, Key: 'sse-mpu' }))).ServerSideEncryption).toBe('aws:kms');
 
+      // A read that declares an encryption is 400, as S3 answers it (s3-tests test_sse_kms_read_declare), and carries no bytes.
+      await plain.s3.send(new PutObjectCommand({ Bucket: plain.bucket, Key: 'declared', Body: body }));
+      const declared = await raw(plain.casket.url, plain.casket.admin, { method: 'GET', path: `/${plain.bucket}/declared`, headers: { 'x-amz-server-side-encryption': 'aws:kms', 'x-amz-server-side-encryption-aws-kms-key-id': 'testkey-1' } });
+      expect([declared.status, errorCode(declared.body)]).toEqual([400, 'InvalidArgument']);
       const bad = await failure(s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'sse-bad', Body: body, ServerSideEncryption: 'rot13' as 'AES256' })));
       expect([bad.status, bad.name]).toEqual([400, 'InvalidArgument']);
       await neverServed(s3, bucket, 'sse-bad');
