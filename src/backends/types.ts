@@ -26,6 +26,15 @@ export interface ObjectHeaders {
   contentLanguage?: string;
   cacheControl?: string;
   expires?: string;
+  /**
+   * SSE-S3 / SSE-KMS as the upstream keeps them (issue 44): sent up with a
+   * write, read back from its answers. Never set on the embedded store,
+   * which refuses these headers (src/s3/encryption.ts).
+   */
+  serverSideEncryption?: string;
+  sseKmsKeyId?: string;
+  sseKmsContext?: string;
+  bucketKeyEnabled?: string;
 }
 
 /** Each ObjectHeaders field and the HTTP header it is stored from and answered as. */
@@ -36,6 +45,19 @@ export const OBJECT_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, s
   ['contentLanguage', 'content-language'],
   ['cacheControl', 'cache-control'],
   ['expires', 'expires'],
+];
+
+/**
+ * The server-side encryption headers of SSE-S3 and SSE-KMS: PutObject,
+ * CreateMultipartUpload and CopyObject send them, GetObject/HeadObject and
+ * the write answer them (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html).
+ * A copy takes them from its own request, never from the source, as S3 does.
+ */
+export const ENCRYPTION_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [
+  ['serverSideEncryption', 'x-amz-server-side-encryption'],
+  ['sseKmsKeyId', 'x-amz-server-side-encryption-aws-kms-key-id'],
+  ['sseKmsContext', 'x-amz-server-side-encryption-context'],
+  ['bucketKeyEnabled', 'x-amz-server-side-encryption-bucket-key-enabled'],
 ];
 
 export interface ObjectInfo {

@@ -154,7 +154,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     // Policies (docs/design.md §7): checked once here, before any handler asks for the body.
     const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
     for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key: target.key, query, headers: req.headers })) access.authorize(needed);
-    refuseEncryption(req.headers, req.secure === true);
+    refuseEncryption(req.headers, req.secure === true, services.backend.forward !== undefined, operation);
     const ctx: RequestContext = {
       requestId,
       operation,

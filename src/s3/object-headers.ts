@@ -9,7 +9,7 @@
  * Python's http.client) decode it themselves
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
  */
-import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
+import { ENCRYPTION_HEADER_NAMES, OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
 import { formatETag } from '../vocabulary/etag.js';
 import { S3Error } from '../vocabulary/errors.js';
 import { httpDate } from './respond.js';
@@ -34,6 +34,27 @@ export function objectHeadersFrom(headers: Record<string, string>): ObjectHeader
     }
     out[field] = value;
   }
+  return { ...out, ...encryptionFrom(headers) };
+}
+
+/** The SSE-S3 / SSE-KMS request headers (a copy's own, never its source's). */
+export function encryptionFrom(headers: Record<string, string>): ObjectHeaders {
+  const out: ObjectHeaders = {};
+  for (const [field, name] of ENCRYPTION_HEADER_NAMES) if (headers[name] !== undefined) out[field] = headers[name];
+  return out;
+}
+
+/** A source's headers less its encryption: a copy encrypts as its own request asks. */
+export function withoutEncryption(headers: ObjectHeaders): ObjectHeaders {
+  const out = { ...headers };
+  for (const [field] of ENCRYPTION_HEADER_NAMES) delete out[field];
+  return out;
+}
+
+/** The encryption headers an answer carries for a version (PutObject, CopyObject, GetObject, HeadObject). */
+export function encryptionHeaders(headers: ObjectHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, name] of ENCRYPTION_HEADER_NAMES) if (headers[field] !== undefined) out[name] = headers[field]!;
   return out;
 }
 
@@ -63,6 +84,7 @@ export function objectResponseHeaders(info: ObjectInfo, etagSuffix: boolean, que
     const value = info.headers[field];
     if (value !== undefined && name !== 'content-type') h[name] = value;
   }
+  Object.assign(h, encryptionHeaders(info.headers));
   for (const [name, value] of Object.entries(info.metadata)) h[`x-amz-meta-${name}`] = value;
   if (info.writer) h['x-casket-writer'] = info.writer;
   Object.assign(h, versionHeader(info));

@@ -15,7 +15,7 @@ import type { Handler } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumElements } from '../checksum-headers.js';
 import { copyPayload, copySourceVersionHeader, openCopySource } from '../copy-source.js';
-import { madeVersionHeader, metadataFrom, objectHeadersFrom } from '../object-headers.js';
+import { encryptionFrom, encryptionHeaders, madeVersionHeader, metadataFrom, objectHeadersFrom, withoutEncryption } from '../object-headers.js';
 import { xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
 
@@ -37,7 +37,8 @@ export const CopyObject: Handler = async (ctx, services) => {
     throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
   }
   const src = source.reader.info;
-  const headers = directive === 'REPLACE' ? objectHeadersFrom(ctx.headers) : src.headers;
+  // Encryption is the copy request's own, never the source's (S3: CopyObject encrypts the target as asked, else by the bucket's default).
+  const headers = directive === 'REPLACE' ? objectHeadersFrom(ctx.headers) : { ...withoutEncryption(src.headers), ...encryptionFrom(ctx.headers) };
   const metadata = directive === 'REPLACE' ? metadataFrom(ctx.headers) : src.metadata;
   const info = await guardedWrite<ObjectInfo>({
     ctx,
@@ -63,5 +64,5 @@ export const CopyObject: Handler = async (ctx, services) => {
     written: (info) => info,
     landed: (current) => current!,
   }).finally(() => source.reader.release?.());
-  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) }, 200, { ...madeVersionHeader(info), ...copySourceVersionHeader(source) });
+  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) }, 200, { ...madeVersionHeader(info), ...copySourceVersionHeader(source), ...encryptionHeaders(info.headers) });
 };

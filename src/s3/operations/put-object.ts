@@ -17,7 +17,7 @@ import { emptyResponse } from '../respond.js';
 import { capture } from '../capture.js';
 import { mergeablePut, wantsMerge } from '../merge-write.js';
 import { putVersion } from '../put-version.js';
-import { madeVersionHeader } from '../object-headers.js';
+import { encryptionHeaders, madeVersionHeader } from '../object-headers.js';
 import { writeConditionsFrom } from '../write.js';
 
 export function declaredSha256(ctx: RequestContext): string | undefined {
@@ -76,7 +76,7 @@ export const PutObject: Handler = async (ctx, services) => {
       },
     });
     if (kept) retainer?.keep({ bucket: info.bucket, key: info.key, etag: info.etag }, kept());
-    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info) });
+    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info), ...encryptionHeaders(info.headers) });
   };
   // A merge needs the base retained: with retention off, or a body larger than
   // any retained version (declared, or found as it arrives), the write is an
