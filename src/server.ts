@@ -277,7 +277,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
   };
   // Changesets (src/changesets/): staged in the data dir; any a crash left are finished or undone before a request is served.
   const killAfter = process.env.CASKET_TEST_CHANGESET_KILL_AFTER;
-  const changesets: ChangesetEngine = { dir: new ChangesetDir(join(config.dataDir, 'changesets')), ...(killAfter !== undefined && { killAfter: Number(killAfter) }) };
+  const changesets: ChangesetEngine = { dir: new ChangesetDir(join(config.dataDir, 'changesets')), ...(config.state === 'redis' && { sharedState: true }), ...(killAfter !== undefined && { killAfter: Number(killAfter) }) };
   const recovered = await recoverChangesets(services, changesets);
   if (recovered.discarded.length > 0) log.info({ changesets: recovered.discarded }, 'changesets that had not decided were discarded at start-up (nothing of them was written)');
   const options: HandleOptions = {
