@@ -34,7 +34,9 @@ async function contents(c: RunningCasket): Promise<string[]> {
 
 for (const backend of ['embedded store', 'upstream'] as const) {
   describe(`kill -9 during a 20-file changeset, ${backend}`, () => {
-    const up = async () => (backend === 'upstream' ? { upstream: (upstream ??= await startUpstream(upstreamKindFromEnv() ?? 'moto')) } : {});
+    // Under CASKET_TEST_UPSTREAM every casket is in front of an upstream: the
+    // restarted one must find the same one, so both variants share it.
+    const up = async () => (backend === 'upstream' || upstreamKindFromEnv() ? { upstream: (upstream ??= await startUpstream(upstreamKindFromEnv() ?? 'moto')) } : {});
     for (const [point, killAfter, expected] of [
       ['just before the decision', -1, 'old'],
       ['right after the decision', 0, 'new'],
