@@ -25,6 +25,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import { signedRequestFromNode, verifySigV4, UNSIGNED_PAYLOAD } from '../auth/sigv4.js';
 import type { CredentialLookup } from '../auth/credentials.js';
@@ -132,9 +133,30 @@ function receive(incoming: IncomingMessage, engine: ChangesetEngine, id: string,
     let failed: unknown;
     let total = 0;
     const staged = new Map<number, Promise<StagedBody>>();
+    const streaming = new Set<Readable>();
     const fail = (e: unknown) => {
       failed ??= e;
     };
+    // A client that hangs up mid-body, or one the body timeout cut
+    // (body-timeout.ts answers 408 and closes the socket; the request then
+    // never closes of its own, its answer being sent): busboy never
+    // finishes, so end the parts being staged here, wait for their files to
+    // close, and refuse — the caller's finally then removes the staging.
+    const socket = incoming.socket;
+    let cutAlready = false;
+    const cutOff = () => {
+      if (incoming.readableEnded || cutAlready) return;
+      cutAlready = true;
+      const cut = new S3Error('IncompleteBody');
+      fail(cut);
+      incoming.unpipe(parser);
+      for (const stream of streaming) stream.destroy(cut);
+      void Promise.allSettled(staged.values()).then(() => reject(cut));
+    };
+    incoming.once('close', cutOff);
+    socket.once('close', cutOff);
+    // A keep-alive socket outlives this request: let go of it once the body is in.
+    incoming.once('end', () => socket.off('close', cutOff));
     parser.on('field', (name, value) => {
       if (name !== 'manifest' || manifest !== undefined) return fail(bad(`Unexpected field "${name}": the body holds one "manifest" field, then file parts.`));
       try {
@@ -151,6 +173,8 @@ function receive(incoming: IncomingMessage, engine: ChangesetEngine, id: string,
         stream.resume();
         return;
       }
+      streaming.add(stream);
+      stream.once('close', () => streaming.delete(stream));
       const body = engine.dir.stage(id, n, stream, MAX_TOTAL_BYTES - total, () => new S3Error('EntityTooLarge', `A changeset's bodies total at most ${MAX_TOTAL_BYTES} bytes.`));
       body.then((b) => (total += b.size), fail);
       staged.set(n, body);
