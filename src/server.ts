@@ -381,7 +381,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
   };
   // Rollback of one agent's writes (docs/design.md §10): src/rollback/endpoint.ts.
   app.post(ROLLBACK_PATH, async (c) => {
-    const res = await rollbackEndpoint(c.env?.incoming, () => c.req.arrayBuffer(), services, options);
+    const res = await rollbackEndpoint(c.env?.incoming, () => c.req.arrayBuffer(), services, options, changesets);
     return c.json(res.body, res.status as 200);
   });
   // Changesets over HTTP (issue 39): src/changesets/endpoint.ts.

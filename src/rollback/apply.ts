@@ -36,7 +36,7 @@ const CURRENT_KEEP_BYTES = 1024 * 1024;
 
 const quoted = (etag: string | null) => (etag === null ? null : formatETag(etag, false));
 
-interface Current {
+export interface Current {
   etag: string | null;
   /** null: deleted; undefined: larger than a diff is made of (not held in memory). */
   content: Buffer | null | undefined;
@@ -73,7 +73,7 @@ export async function runRollback(services: Services, options: HandleOptions, ad
 }
 
 /** The current version through casket; `stamp`: the read counts as the rollback agent's (it is about to write). */
-async function readCurrent(services: Services, door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
+export async function readCurrent(services: Services, door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
   // Held in memory only as much as a conflict's diff may use (the same bound as /_casket/diff's versions).
   const keep = Math.max(services.retainer?.maxObjectSize ?? 0, services.preImages?.maxObjectSize ?? 0, CURRENT_KEEP_BYTES);
   // A read is idempotent: retried as SDKs retry one, when the backend fails it (moto answers an occasional GET racing a PUT with 500).
@@ -159,7 +159,7 @@ async function settled(services: Services, door: RollbackDoor, request: Rollback
   return false;
 }
 
-async function conflict(services: Services, agent: string, h: KeyHistory, current: Current, newest: WriteLogEntry | undefined): Promise<Conflict> {
+export async function conflict(services: Services, agent: string, h: KeyHistory, current: Current, newest: WriteLogEntry | undefined): Promise<Conflict> {
   // Who wrote the current version: the write log's newest entry, when it made that very version.
   const writer: { agent?: string; accessKey?: string } = {};
   if (newest && newest.newETag === (current.etag ?? undefined)) {
