@@ -3,16 +3,21 @@
  * What a changeset costs (issue 39, item 5): one 10-file changeset of 4 KiB
  * files (POST /_casket/commit, each entry with If-Match) against ten single
  * conditional PutObjects (If-Match) of the same files, one after another,
- * in the same run, alternating A B B A so drift hits both. Embedded store,
- * one casket (dist/cli.js) on 127.0.0.1, one client.
+ * in the same run, alternating A B B A so drift hits both. One casket
+ * (dist/cli.js) on 127.0.0.1, one client; on the embedded store, or in front
+ * of an upstream given as casket's own flags.
  *
  *   node scripts/bench/changeset.mjs [--rounds 200]
+ *       [--upstream URL --upstream-access-key K --upstream-secret-key S]
  *
  * Prints the median and p90 milliseconds per 10 files for each, their ratio,
- * and the load average. Every process it starts is stopped by PID.
+ * the load average, and the apply window: from the changeset's decision to
+ * its last entry applied (casket's 'changeset committed' log line, applyMs),
+ * the time in which a reader going straight to the upstream can see it half
+ * applied. Every process it starts is stopped by PID.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { S3Client } from './client.mjs';
@@ -22,7 +27,11 @@ import { startCasket, stopAll } from './processes.mjs';
 const rounds = Number(process.argv[process.argv.indexOf('--rounds') + 1] || 200) || 200;
 const FILES = 10;
 const SIZE = 4096;
-const bucket = 'bench';
+const flag = (name) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
+const upstream = flag('--upstream');
+const upstreamArgs = upstream ? ['--upstream', upstream, '--upstream-access-key', flag('--upstream-access-key') ?? '', '--upstream-secret-key', flag('--upstream-secret-key') ?? ''] : [];
+// A bucket of its own: an upstream outlives the run.
+const bucket = `bench-cs-${randomBytes(4).toString('hex')}`;
 const sha = (b) => createHash('sha256').update(b).digest('hex');
 
 function multipart(entries) {
@@ -42,7 +51,8 @@ async function main() {
   const credentialsFile = join(tmp, 'credentials.json');
   writeFileSync(credentialsFile, JSON.stringify({ credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey, admin: true }] }), { mode: 0o600 });
   try {
-    const casket = await startCasket({ cli: paths.cli, dataDir: join(tmp, 'data'), credentialsFile, logFile: join(tmp, 'casket.log') });
+    const logFile = join(tmp, 'casket.log');
+    const casket = await startCasket({ cli: paths.cli, dataDir: join(tmp, 'data'), credentialsFile, logFile, extraArgs: upstreamArgs });
     const s3 = new S3Client(casket.url, admin);
     if ((await s3.request('PUT', `/${bucket}`)).status !== 200) throw new Error('CreateBucket failed');
     const current = { single: new Map(), changeset: new Map() };
@@ -83,10 +93,12 @@ async function main() {
       else (b.push(await changeset()), a.push(await singles()));
     }
     const row = (name, xs) => `${name.padEnd(34)} median ${pct(xs, 0.5).toFixed(2)} ms  p90 ${pct(xs, 0.9).toFixed(2)} ms`;
-    console.log(`${rounds} rounds, ${FILES} files of ${SIZE} bytes, embedded store, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
+    console.log(`${rounds} rounds, ${FILES} files of ${SIZE} bytes, ${upstream ? `in front of ${upstream}` : 'embedded store'}, load average ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
     console.log(row('10 conditional PutObjects', a));
     console.log(row('1 changeset of 10 (/_casket/commit)', b));
     console.log(`ratio (changeset / singles), medians: ${(pct(b, 0.5) / pct(a, 0.5)).toFixed(2)}`);
+    const windows = readFileSync(logFile, 'utf8').split('\n').filter((l) => l.includes('"changeset committed"')).map((l) => JSON.parse(l).applyMs).filter((x) => typeof x === 'number');
+    if (windows.length) console.log(row('apply window (decision → last entry)', windows));
     s3.close();
   } finally {
     await stopAll();

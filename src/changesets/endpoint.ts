@@ -98,7 +98,7 @@ export async function commitEndpoint(incoming: IncomingMessage | undefined, serv
     const entries = await receive(incoming, engine, id, bucket, literal);
     handedOver = true;
     const result = await commitChangeset(services, engine, { requestId: id, agent, accessKey: auth.credential.accessKeyId, access }, id, entries);
-    services.log.info({ changeset: id, bucket, agent, entries: entries.length }, 'changeset committed');
+    services.log.info({ changeset: id, bucket, agent, entries: entries.length, applyMs: Math.round(result.applyMs * 10) / 10 }, 'changeset committed');
     return { status: 200, body: { changeset: id, landed: result.landed.map((l) => ({ key: l.key, etag: l.etag === null ? null : formatETag(l.etag, false), ...(l.versionId !== undefined && { versionId: l.versionId }) })) } };
   } catch (e) {
     if (e instanceof ChangesetRefused) {
