@@ -79,6 +79,8 @@ export interface Config {
   preImageTtlSeconds: number;
   /** Longest wait between two arrivals of a request body's bytes before casket gives up on it (nginx's client_body_timeout). */
   bodyTimeoutMs: number;
+  /** Longest wait after SIGTERM for requests in flight (cli.ts), ms. */
+  drainMs: number;
 }
 
 interface Option {
@@ -97,7 +99,7 @@ type RawConfig = Record<
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'multipartAbandonAfter' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout'
-  | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl' | 'bodyTimeoutMs' | 'logFlushMs',
+  | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl' | 'bodyTimeoutMs' | 'logFlushMs' | 'drainMs',
   string | undefined
 >;
 
@@ -148,6 +150,7 @@ export const OPTIONS: Option[] = [
   { flag: '--pre-image-bytes', env: 'CASKET_PRE_IMAGE_BYTES', key: 'preImageBytes', help: 'bytes of pre-images kept in all, oldest evicted first (default 1073741824)' },
   { flag: '--pre-image-ttl', env: 'CASKET_PRE_IMAGE_TTL', key: 'preImageTtl', help: 'seconds a pre-image is kept (default 604800)' },
   { flag: '--body-timeout-ms', env: 'CASKET_BODY_TIMEOUT_MS', key: 'bodyTimeoutMs', help: 'longest wait for the next bytes of a request body, ms, before answering RequestTimeout (default 60000)' },
+  { flag: '--drain-ms', env: 'CASKET_DRAIN_MS', key: 'drainMs', help: 'longest wait after SIGTERM for the requests in flight to finish, ms, before the connections still open are closed (default 8000: under docker stop\'s 10 s)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -330,6 +333,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     preImageBytes: integer('--pre-image-bytes', raw.preImageBytes, 1024 * 1024 * 1024, 1),
     preImageTtlSeconds: integer('--pre-image-ttl', raw.preImageTtl, 7 * 24 * 3600, 1),
     bodyTimeoutMs: integer('--body-timeout-ms', raw.bodyTimeoutMs, 60_000, 1),
+    drainMs: integer('--drain-ms', raw.drainMs, 8_000, 0),
   };
 }
 

@@ -529,13 +529,14 @@ export async function startCasket(config: Config, credentials: Credential[], log
         closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // Event streams never end by themselves: end them now, as idle connections are.
         eventStream.endAll();
-        // A keep-alive connection is closed as soon as it is idle: between
-        // requests, or once the response in flight has been sent. Swept twice
-        // a second, not more often: a request already on its way (pipelined
-        // behind a response, or sent as that response ended) gets its 503 and
-        // Retry-After (drain.ts) instead of a connection cut under it.
+        // A keep-alive connection is closed once it is idle: those idle now
+        // (no request in flight, or none sent yet) at once; one whose
+        // response ends later after a second without another request
+        // (drain.ts sweep), so a request already on its way — pipelined
+        // behind that response, or sent as it ended — gets its 503 and
+        // Retry-After instead of a connection cut under it.
         server.closeIdleConnections();
-        drainTimer = setInterval(() => server.closeIdleConnections(), 500);
+        drainTimer = setInterval(() => drain.sweep(1000), 250);
         if (drainMs > 0) {
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
         }
