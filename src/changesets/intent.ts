@@ -78,6 +78,8 @@ export class ChangesetDir {
 
   /** The decision point: once this resolves, the changeset lands whole, now or at recovery. */
   async decide(intent: Intent): Promise<void> {
+    // A changeset of deletes only staged no body: its directory starts here.
+    await mkdir(this.path(intent.id), { recursive: true });
     const tmp = this.path(intent.id, `${INTENT}.tmp`);
     await writeFile(tmp, JSON.stringify(intent));
     await rename(tmp, this.path(intent.id, INTENT));

@@ -65,6 +65,17 @@ describe('POST /_casket/commit', () => {
     expect(new Set(entries.map((e) => e.changeset))).toEqual(new Set([r.json.changeset]));
   });
 
+  it('a changeset of deletes only lands (no body staged)', async () => {
+    await put('d/x.txt', 'x');
+    await put('d/y.txt', 'y');
+    const r = await commit(casket.url, casket.admin, bucket, [
+      { key: 'd/x.txt', 'if-match': quoted('x') },
+      { key: 'd/y.txt', 'if-match': quoted('y') },
+    ]);
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    expect([await content('d/x.txt'), await content('d/y.txt')]).toEqual([undefined, undefined]);
+  });
+
   it('one stale entry: 412, every refused entry listed with its current ETag, and nothing written', async () => {
     await put('s/a.txt', 'a1');
     await put('s/b.txt', 'b1');
