@@ -35,6 +35,7 @@ import { Refusal } from '../guard/refusal.js';
 import type { AccessCheck } from '../s3/access.js';
 import { objectResource } from '../s3/actions.js';
 import type { RequestContext, Services } from '../s3/context.js';
+import type { WriteLogEntry } from '../state/types.js';
 import { explainRefusal, guardedWrite } from '../s3/write.js';
 import { S3Error } from '../vocabulary/errors.js';
 import type { ChangesetDir, Intent, IntentEntry, StagedBody } from './intent.js';
@@ -51,6 +52,15 @@ export interface ChangesetEntry {
   /** The staged new content; absent: the entry deletes the key. */
   body?: StagedBody;
   contentType?: string;
+  /**
+   * Also required under the locks: the write log's newest entry for the key
+   * passes this (rollback, src/rollback/: the version it restores over must
+   * still be the one it planned on, and identical bytes written since by
+   * someone else are told apart by their log entry, which If-Match cannot).
+   * Every write through this casket has logged itself before it lets go of
+   * the key (s3/write.ts), so under the locks the log is settled.
+   */
+  lastWrite?: (newest: WriteLogEntry | undefined) => boolean;
 }
 
 /** Who commits: what the guard, the policy check and the write log need of the request. */
@@ -244,7 +254,7 @@ async function check(services: Services, caller: ChangesetCaller, e: ChangesetEn
   const attempted = e.body ? e.body.sha256 : null;
   try {
     const permit = await services.guard.checkWrite({ bucket: e.bucket, key: e.key, agent: caller.agent, current: async () => current, conditions: e.conditions });
-    if (conditionHolds(permit.condition, current?.etag ?? null, current ?? undefined)) return undefined;
+    if (conditionHolds(permit.condition, current?.etag ?? null, current ?? undefined) && (!e.lastWrite || e.lastWrite(await services.state.lastWrite(e.bucket, e.key)))) return undefined;
     return await explained(services.guard.conflict(e.bucket, e.key, current, e.conditions, permit), attempted, services, caller);
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;

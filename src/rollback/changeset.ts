@@ -16,11 +16,8 @@
  * changeset was written as, or its access key when it was a person's — and
  * are themselves one changeset that a rollback can undo.
  */
-import { Readable } from 'node:stream';
 import type { Credential } from '../auth/credentials.js';
-import { ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from '../changesets/commit.js';
-import { writeConditionsFrom } from '../s3/write.js';
-import { accessFor } from '../s3/access.js';
+import type { ChangesetEngine } from '../changesets/commit.js';
 import type { Services } from '../s3/context.js';
 import type { HandleOptions } from '../s3/handle.js';
 import type { WriteLogEntry } from '../state/types.js';
@@ -29,6 +26,7 @@ import { formatETag } from '../vocabulary/etag.js';
 import { conflict, readCurrent } from './apply.js';
 import { openRollbackDoor } from './door.js';
 import { rollbackAgent, type KeyHistory, type RollbackAnswer, type RollbackRequest } from './plan.js';
+import { commitRestores } from './restore.js';
 import { goalContent, type GoalContent } from './sources.js';
 
 /** The most write-log entries read to find a changeset's (the log keeps at most --state-max-entries). */
@@ -97,32 +95,22 @@ export async function rollbackChangeset(services: Services, options: HandleOptio
     return answer;
   }
 
-  // 2. One changeset of the restores, each If-Match the changeset's version of its key.
-  const id = engine.dir.newId();
-  let handedOver = false;
-  try {
-    const staged: ChangesetEntry[] = [];
-    for (const [n, { h, goal }] of planned.entries()) {
-      const body = goal && (await engine.dir.stage(id, n, Readable.from([goal.content]), MAX_TOTAL_BYTES, () => new S3Error('EntityTooLarge')));
-      const condition: Record<string, string> = h.agentLast === null ? { 'if-none-match': '*' } : { 'if-match': quoted(h.agentLast)! };
-      staged.push({ bucket: h.bucket, key: h.key, conditions: writeConditionsFrom(condition), ...(body && { body }) });
-    }
-    handedOver = true;
-    const credential: Credential = { ...admin, agent: writtenAs };
-    await commitChangeset(services, engine, { requestId: id, accessKey: admin.accessKeyId, agent: writtenAs, access: accessFor(credential, () => {}) }, id, staged);
+  // 2. One changeset of the restores, each If-Match the changeset's version of its key (restore.ts).
+  const outcome = await commitRestores(services, engine, admin, writtenAs, planned.map(({ h, goal }) => ({ h, ...(goal && { content: goal.content }) })));
+  if ('landed' in outcome) {
     answer.restored = restored;
-    answer.restoredAs = id;
-  } catch (e) {
-    if (!handedOver) await engine.dir.discard(id);
-    if (!(e instanceof ChangesetRefused)) throw e;
+    answer.restoredAs = outcome.landed;
+  } else if ('refused' in outcome) {
     // Someone wrote one of the keys between the plan and the commit: nothing was restored.
-    for (const r of e.refusals) {
+    for (const r of outcome.refused) {
       const p = planned.find(({ h }) => h.bucket === r.bucket && h.key === r.key)!;
       const now = await readCurrent(services, door, r.bucket, r.key, false);
       const newest = await services.state.lastWrite(r.bucket, r.key).catch(() => undefined);
       answer.conflicts.push(await conflict(services, author, p.h, 'failed' in now ? { etag: null, content: null } : now, newest));
     }
     answer.notRestored = planned.filter(({ h }) => !answer.conflicts.some((c) => c.bucket === h.bucket && c.key === h.key)).map(({ h }) => ({ bucket: h.bucket, key: h.key, etag: quoted(h.agentLast) }));
+  } else {
+    for (const { h } of planned) answer.unrecoverable.push({ bucket: h.bucket, key: h.key, goalETag: quoted(h.goal), reason: `the restore failed (${outcome.failed}); nothing written, run the rollback again` });
   }
   return answer;
 }

@@ -44,7 +44,7 @@ export async function rollbackEndpoint(incoming: IncomingMessage | undefined, re
     }
     const request = parseRollbackRequest(body);
     const { changeset } = request;
-    const answer = changeset !== undefined ? await rollbackChangeset(services, options, changesets, auth.credential, { ...request, changeset }) : await runRollback(services, options, auth.credential, request);
+    const answer = changeset !== undefined ? await rollbackChangeset(services, options, changesets, auth.credential, { ...request, changeset }) : await runRollback(services, options, changesets, auth.credential, request);
     services.log.info({ agent: answer.agent, ...(answer.changeset !== undefined && { changeset: answer.changeset }), by: auth.credential.accessKeyId, dryRun: answer.dryRun, restored: answer.restored.length, conflicts: answer.conflicts.length, unrecoverable: answer.unrecoverable.length, unchanged: answer.unchanged.length }, 'rollback');
     return { status: 200, body: answer };
   } catch (e) {
