@@ -60,7 +60,7 @@ import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
-import { KeyGate } from './changesets/locks.js';
+import { KeyGate, type Gate } from './changesets/locks.js';
 import { ChangesetDir } from './changesets/intent.js';
 import type { ChangesetEngine } from './changesets/commit.js';
 import { recoverChangesets } from './changesets/recover.js';
@@ -193,6 +193,18 @@ function refusalNotice(refusal: Refusal, context: RefusalContext): WriteNotice {
   };
 }
 
+/**
+ * The key gate that orders changesets against reads and single writes
+ * (src/changesets/): this process's when the state is its own, Redis's when
+ * caskets share it (shared-gate.ts). CASKET_TEST_GATE_LEASE_MS shortens the
+ * lease for test/changesets/shared-state.test.ts only; never set in production.
+ */
+async function createGate(config: Config, log: Logger): Promise<Gate> {
+  if (config.state !== 'redis') return new KeyGate();
+  const lease = process.env.CASKET_TEST_GATE_LEASE_MS;
+  return (await import('./changesets/shared-gate.js')).RedisKeyGate.connect(config.redis!.target, log, lease !== undefined ? { leaseMs: Number(lease) } : {});
+}
+
 /** Pre-images of agent writes for rollback (--keep-pre-images): retention with their own budget and age. */
 async function createPreImages(config: Config): Promise<Retention> {
   const limits = { maxBytes: config.preImageBytes, ttlMs: config.preImageTtlSeconds * 1000 };
@@ -273,11 +285,11 @@ export async function startCasket(config: Config, credentials: Credential[], log
     ...(preImages && { preImages: new Retainer(preImages, config.preImageMaxSize, log) }),
     diffMaxBytes: config.diffMaxBytes,
     events,
-    gate: new KeyGate(),
+    gate: await createGate(config, log),
   };
   // Changesets (src/changesets/): staged in the data dir; any a crash left are finished or undone before a request is served.
   const killAfter = process.env.CASKET_TEST_CHANGESET_KILL_AFTER;
-  const changesets: ChangesetEngine = { dir: new ChangesetDir(join(config.dataDir, 'changesets')), ...(config.state === 'redis' && { sharedState: true }), ...(killAfter !== undefined && { killAfter: Number(killAfter) }) };
+  const changesets: ChangesetEngine = { dir: new ChangesetDir(join(config.dataDir, 'changesets')), ...(killAfter !== undefined && { killAfter: Number(killAfter) }) };
   const recovered = await recoverChangesets(services, changesets);
   if (recovered.discarded.length > 0) log.info({ changesets: recovered.discarded }, 'changesets that had not decided were discarded at start-up (nothing of them was written)');
   const options: HandleOptions = {
@@ -552,6 +564,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
         await retention?.close();
         await eventLog.close();
         await preImages?.close();
+        await services.gate?.close?.();
       })();
       return backendClosed;
     },

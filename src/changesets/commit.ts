@@ -21,9 +21,10 @@
  *      events get one record per entry, each with the changeset id.
  *   6. release the locks; remove the staging directory.
  *
- * Readers and single writes through this casket wait on the locks (bounded,
- * then 503 SlowDown), so they see every key old or every key new. Readers
- * that go straight to an upstream bucket can see the commit in progress.
+ * Readers and single writes through this casket — and, with --state redis,
+ * through every casket on the same Redis (shared-gate.ts) — wait on the locks
+ * (bounded, then 503 SlowDown), so they see every key old or every key new.
+ * Readers that go straight to an upstream bucket can see the commit in progress.
  */
 import { createReadStream } from 'node:fs';
 import { readFile } from 'node:fs/promises';
@@ -39,6 +40,7 @@ import type { WriteLogEntry } from '../state/types.js';
 import { explainRefusal, guardedWrite } from '../s3/write.js';
 import { S3Error } from '../vocabulary/errors.js';
 import type { ChangesetDir, Intent, IntentEntry, StagedBody } from './intent.js';
+import { LeaseLost, type ExclusiveHold } from './locks.js';
 
 /** At most this many entries, and this many body bytes in all (issue 39: memory stays flat, bodies are staged on disk). */
 export const MAX_ENTRIES = 1000;
@@ -104,14 +106,6 @@ export interface ChangesetEngine {
    * prove recovery (test/changesets/kill.test.ts). Never set in production.
    */
   killAfter?: number;
-  /**
-   * Caskets share their state (--state redis): the key gate is this
-   * process's, so another casket's reads and writes would not wait for a
-   * changeset here, and one of its entries could be refused after the
-   * decision. Until the gate is shared, a changeset of more than one entry
-   * is refused there rather than risk landing half (issue 39).
-   */
-  sharedState?: boolean;
 }
 
 /** A RequestContext for the one write path, as the changeset's caller. */
@@ -166,9 +160,8 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
   let decided = false;
   try {
     validate(entries, caller.access);
-    if (engine.sharedState && entries.length > 1) throw new S3Error('NotImplemented', 'Changesets of several keys need one casket for now: caskets sharing a state store (--state redis) do not yet order them against each other. Write the keys one at a time, each with its condition.');
     if (!services.gate) throw new Error('changesets need the key gate (Services.gate)');
-    const release = await services.gate.exclusive(entries);
+    const hold = await services.gate.exclusive(entries, id);
     let keepLocked = false;
     try {
       const currents = await Promise.all(entries.map((e) => services.backend.headObject(e.bucket, e.key)));
@@ -193,11 +186,18 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
         })),
       };
       if (engine.killAfter === -1) process.kill(process.pid, 'SIGKILL');
+      // The check above holds only while the keys are held: a lapsed lease decides nothing.
+      try {
+        hold.fence();
+      } catch (err) {
+        if (!(err instanceof LeaseLost)) throw err;
+        throw new S3Error('SlowDown', `The changeset ${id} lost its hold on its keys before it decided (the state store was slow): nothing was written. Try again.`);
+      }
       await engine.dir.decide(intent);
       decided = true;
       try {
         const applying = performance.now();
-        const landed = await applyIntent(services, engine, caller, intent);
+        const landed = await applyIntent(services, engine, caller, intent, hold);
         return { id, landed, applyMs: performance.now() - applying };
       } catch (err) {
         if (err instanceof Refusal) {
@@ -205,16 +205,17 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
           services.log.error({ err, changeset: id, key: err.key }, 'changeset: an entry was changed around casket after the check; the changeset is partly applied, its intent kept for the next start');
           throw new S3Error('InternalError', `The changeset ${id} could not apply ${err.bucket}/${err.key}: it was changed around casket (not through it) after the check. The entries before it landed.`);
         }
-        // Decided, not all applied (the backend failed: an upstream down).
-        // The keys stay locked — readers through casket wait, then get
-        // SlowDown, rather than see a mix — while casket retries.
+        // Decided, not all applied (the backend failed: an upstream down; or
+        // the hold's lease lapsed). The keys stay locked — readers through
+        // casket wait, then get SlowDown, rather than see a mix — while
+        // casket retries (taking them again when the lease lapsed).
         keepLocked = true;
-        void finishLater(services, engine, caller, intent, release);
+        void finishLater(services, engine, caller, intent, hold);
         services.log.error({ err, changeset: id }, 'changeset decided but not all applied: retrying, its keys held until it lands');
         throw new S3Error('ServiceUnavailable', `The changeset ${id} was decided, and its entries are being applied: it lands whole. Read its keys again shortly.`);
       }
     } finally {
-      if (!keepLocked) release();
+      if (!keepLocked) hold.release();
     }
   } finally {
     if (!decided) await engine.dir.discard(id);
@@ -228,12 +229,20 @@ const APPLY_CONCURRENCY = 8;
 const RETRY_MS = 1000;
 
 /** Applies a decided changeset until it lands (or the process ends: then recovery does, at the next start), then releases its keys. */
-async function finishLater(services: Services, engine: ChangesetEngine, caller: ChangesetCaller, intent: Intent, release: () => void): Promise<void> {
+async function finishLater(services: Services, engine: ChangesetEngine, caller: ChangesetCaller, intent: Intent, held: ExclusiveHold): Promise<void> {
+  let hold = held;
   try {
     for (;;) {
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS).unref());
       try {
-        await applyIntent(services, engine, caller, intent);
+        try {
+          hold.fence();
+        } catch {
+          // The lease lapsed: take the keys again (the same owner takes over what is still its own), waiting as any changeset.
+          hold.release();
+          hold = await services.gate!.exclusive(intent.entries, intent.id);
+        }
+        await applyIntent(services, engine, caller, intent, hold);
         services.log.info({ changeset: intent.id }, 'changeset landed after a retry');
         return;
       } catch (err) {
@@ -245,7 +254,7 @@ async function finishLater(services: Services, engine: ChangesetEngine, caller: 
       }
     }
   } finally {
-    release();
+    hold.release();
   }
 }
 
@@ -274,7 +283,7 @@ async function explained(r: Refusal, attempted: string | null, services: Service
  * version (or, for a delete, is absent) is skipped, so recovery may run it
  * again after a crash at any point.
  */
-export async function applyIntent(services: Services, engine: ChangesetEngine, caller: ChangesetCaller, intent: Intent): Promise<LandedEntry[]> {
+export async function applyIntent(services: Services, engine: ChangesetEngine, caller: ChangesetCaller, intent: Intent, hold: ExclusiveHold): Promise<LandedEntry[]> {
   const landed: LandedEntry[] = new Array<LandedEntry>(intent.entries.length);
   let applied = 0;
   let next = 0;
@@ -291,6 +300,8 @@ export async function applyIntent(services: Services, engine: ChangesetEngine, c
       const i = next++;
       killPoint();
       try {
+        // Fenced: a holder whose lease lapsed writes no further entry (locks.ts ExclusiveHold).
+        hold.fence();
         landed[i] = await applyEntry(services, engine, caller, intent.id, intent.entries[i]!);
       } catch (e) {
         failed = true;

@@ -16,11 +16,41 @@
  * bounded: past it the caller is answered 503 SlowDown and holds nothing.
  *
  * Cost on the happy path of a single request: one Map lookup (and, for a
- * write, one Map insert/delete) in this process. One casket only: caskets
- * sharing Redis order changesets against each other with the state store's
- * locks (see the report's "left" list), not this map.
+ * write, one Map insert/delete) in this process. One casket only (memory and
+ * SQLite state); caskets sharing Redis use shared-gate.ts, the same `Gate`
+ * kept in Redis, chosen by the state store (server.ts).
  */
 import { S3Error } from '../vocabulary/errors.js';
+
+/** A changeset's hold on all its keys. */
+export interface ExclusiveHold {
+  release(): void;
+  /**
+   * Throws LeaseLost when the hold may have lapsed (a shared gate's lease
+   * not renewed in time): nothing more may be written under it. Called
+   * before each entry's write (commit.ts applyIntent).
+   */
+  fence(): void;
+}
+
+/** Orders changesets against single writes and reads: one process's (KeyGate) or every casket's on one Redis (shared-gate.ts). */
+export interface Gate {
+  /** Holds bucket/key shared (a single write): resolves to its release. */
+  shared(bucket: string, key: string): Promise<() => void>;
+  /** Waits, without holding anything, until no changeset holds bucket/key (a read). */
+  settled(bucket: string, key: string): Promise<void>;
+  /** Holds every key exclusively for the changeset `owner`, taken in sorted order. */
+  exclusive(keys: ReadonlyArray<{ bucket: string; key: string }>, owner: string): Promise<ExclusiveHold>;
+  close?(): Promise<void>;
+}
+
+/** A changeset's hold lapsed before all its entries were written: it stops writing, and is finished once its keys are held again. */
+export class LeaseLost extends Error {
+  constructor(readonly changeset: string) {
+    super(`the changeset ${changeset} no longer holds its keys (its lease lapsed)`);
+    this.name = 'LeaseLost';
+  }
+}
 
 interface KeyState {
   shared: number;
@@ -38,7 +68,7 @@ function id(bucket: string, key: string): string {
 
 export const DEFAULT_WAIT_MS = 10_000;
 
-export class KeyGate {
+export class KeyGate implements Gate {
   private readonly keys = new Map<string, KeyState>();
 
   constructor(private readonly waitMs = DEFAULT_WAIT_MS) {}
@@ -120,8 +150,8 @@ export class KeyGate {
     (await this.shared(bucket, key))();
   }
 
-  /** Holds every key exclusively, taken in sorted order; resolves to the release of all. */
-  async exclusive(keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<() => void> {
+  /** Holds every key exclusively, taken in sorted order. In one process a hold cannot lapse: fence() never throws. */
+  async exclusive(keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<ExclusiveHold> {
     const ids = [...new Set(keys.map((k) => id(k.bucket, k.key)))].sort();
     const held: Array<() => void> = [];
     const releaseAll = () => {
@@ -133,7 +163,7 @@ export class KeyGate {
       releaseAll();
       throw e;
     }
-    return releaseAll;
+    return { release: releaseAll, fence: () => {} };
   }
 
   private async one(k: string): Promise<() => void> {

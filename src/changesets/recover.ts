@@ -13,6 +13,10 @@
 import { UNRESTRICTED } from '../s3/access.js';
 import type { Services } from '../s3/context.js';
 import { applyIntent, type ChangesetEngine } from './commit.js';
+import type { ExclusiveHold } from './locks.js';
+
+/** Each a bounded wait (10 s, locks.ts): a minute for another casket's changeset to let go. */
+const HOLD_ATTEMPTS = 6;
 
 export interface Recovered {
   rolledForward: string[];
@@ -29,15 +33,29 @@ export async function recoverChangesets(services: Services, engine: ChangesetEng
     }
     // Recorded as the caller that committed it: its agent, its access key. Its policy allowed every entry when it decided.
     const caller = { requestId: `recover-${id}`, access: UNRESTRICTED, ...(intent.agent !== undefined && { agent: intent.agent }), ...(intent.accessKey !== undefined && { accessKey: intent.accessKey }) };
-    const release = await services.gate!.exclusive(intent.entries);
+    // With --state redis the keys may still be held under this changeset's
+    // lease (a casket killed less than a lease ago): the same owner takes them
+    // over. Held by another casket's changeset: wait for it, a few times.
+    let hold: ExclusiveHold | undefined;
+    for (let attempt = 1; !hold; attempt++) {
+      try {
+        hold = await services.gate!.exclusive(intent.entries, id);
+      } catch (err) {
+        if (attempt >= HOLD_ATTEMPTS) {
+          services.log.error({ err, changeset: id }, 'changeset: recovery could not hold its keys; its intent is kept for the next start');
+          break;
+        }
+      }
+    }
+    if (!hold) continue;
     try {
       const { killAfter: _, ...once } = engine;
-      await applyIntent(services, once, caller, intent);
+      await applyIntent(services, once, caller, intent, hold);
     } catch (err) {
       services.log.error({ err, changeset: id }, 'changeset: recovery could not apply every entry (a key changed around casket?); its intent is kept for the next start');
       continue;
     } finally {
-      release();
+      hold.release();
     }
     services.log.info({ changeset: id, entries: intent.entries.length }, 'changeset rolled forward at start-up');
     out.rolledForward.push(id);

@@ -14,7 +14,7 @@ import type { Retainer } from '../retention/retainer.js';
 import type { AccessCheck } from './access.js';
 import type { Operation } from './operations.js';
 import type { S3Response } from './respond.js';
-import type { KeyGate } from '../changesets/locks.js';
+import type { Gate } from '../changesets/locks.js';
 
 export interface RequestContext {
   requestId: string;
@@ -61,9 +61,10 @@ export interface Services {
   events?: EventSink;
   /**
    * Per-key gates that order changesets against single writes and reads
-   * (src/changesets/locks.ts); absent: no changesets (single writes pay nothing).
+   * (src/changesets/locks.ts; shared-gate.ts with --state redis); absent: no
+   * changesets (single writes pay nothing).
    */
-  gate?: KeyGate;
+  gate?: Gate;
 }
 
 /**
