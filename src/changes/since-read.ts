@@ -47,6 +47,30 @@ interface Cursor {
   told: Array<[string, number]>;
 }
 
+/**
+ * The last look's writes, per store, while its log is unchanged: every call
+ * of every agent reads the same window of the log (its cursor is the newest
+ * write, the same for all once they have looked), and between writes that
+ * read answers what it answered before. Only for a store that knows when its
+ * log changes (writeLogVersion: one process's own); a store shared with
+ * other caskets (redis) is asked every time, so their writes are seen. The
+ * version is read before the log, so a write appended between the two makes
+ * the next call read again. Kept at most REUSE_MS: entries expiring from the
+ * log (its TTL, its cap) are then seen gone as a fresh read would.
+ */
+const lastLook = new WeakMap<StateStore, { version: number; since: number; read: number; writes: WriteLogEntry[] }>();
+const REUSE_MS = 1000;
+
+async function writesSince(state: StateStore, since: number): Promise<WriteLogEntry[]> {
+  const version = await state.writeLogVersion?.();
+  const now = Date.now();
+  const last = lastLook.get(state);
+  if (version !== undefined && last && last.version === version && last.since === since && now - last.read < REUSE_MS) return last.writes;
+  const writes = await state.listWriteLog({ since: new Date(since), limit: MAX_WRITES });
+  if (version !== undefined) lastLook.set(state, { version, since, read: now, writes });
+  return writes;
+}
+
 const changeId = (e: WriteLogEntry) => JSON.stringify([e.bucket, e.key, e.newETag ?? null]);
 
 function parse(raw: string | undefined): Cursor | undefined {
@@ -68,7 +92,7 @@ function parse(raw: string | undefined): Cursor | undefined {
 export async function changedSinceRead(state: StateStore, agent: string, except?: { bucket: string; key: string }): Promise<ChangedKey[]> {
   const cursor = parse(await state.getReminderCursor(agent));
   const from = cursor?.at ?? Date.now();
-  const writes = await state.listWriteLog({ since: new Date(from - MARGIN_MS), limit: MAX_WRITES });
+  const writes = await writesSince(state, from - MARGIN_MS);
   if (writes.length === 0) {
     if (!cursor) await state.putReminderCursor(agent, JSON.stringify({ at: from, told: [] } satisfies Cursor));
     return [];
@@ -82,7 +106,7 @@ export async function changedSinceRead(state: StateStore, agent: string, except?
   }
   // `except`: the key this very answer delivers (a GetObject), whose stamp is recorded once it is sent.
   const candidates = [...newest.values()].filter((w) => w.agent !== agent && !told.has(changeId(w)) && !(except && w.bucket === except.bucket && w.key === except.key));
-  const stamps = await Promise.all(candidates.map((w) => state.getStamp(agent, w.bucket, w.key)));
+  const stamps = state.getStamps ? await state.getStamps(agent, candidates) : await Promise.all(candidates.map((w) => state.getStamp(agent, w.bucket, w.key)));
   const out: ChangedKey[] = [];
   for (const [i, w] of candidates.entries()) {
     const stamp = stamps[i];
