@@ -4,12 +4,14 @@
  * protocol versions 2025-06-18 and 2025-11-25 (and the older ones the SDK
  * still negotiates).
  *
- * Stateless: every POST gets its own transport (no Mcp-Session-Id, so any
- * replica answers any request), answered as JSON; GET (a server-sent event
- * stream for server-initiated messages, of which casket has none) is 405, as
- * the spec allows. The servers the transports connect to are pooled: a
- * server with its tools registered costs more than the tool call itself
- * (measured: 2.1 → ~0.8 ms per small read_text_file). A pooled server holds
+ * Stateless: no Mcp-Session-Id, so any replica answers any request; every
+ * POST is answered as JSON; GET (a server-sent event stream for
+ * server-initiated messages, of which casket has none) is 405, as the spec
+ * allows. The tool servers are pooled, each connected once to its own
+ * transport (post-transport.ts) and lent to one POST at a time: a server with
+ * its tools registered costs more than the tool call itself (measured: 2.1 →
+ * ~0.8 ms per small read_text_file), and connecting a fresh SDK transport per
+ * POST cost a quarter of the call (docs/performance.md). A pooled server holds
  * nothing of any request: the caller travels with the request
  * (request-caller.ts), and a server goes back to the pool only once every
  * request of its POST was answered — so no handler of it still runs.
@@ -32,6 +34,7 @@
  * address still sends its own Origin.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { PostTransport } from './post-transport.js';
 import { admit } from './batch.js';
 import { NotAuthenticated, type Caller, type CasketDoor } from './door.js';
 import { runAs } from './request-caller.js';
@@ -43,9 +46,9 @@ import { toolEnv } from './tool.js';
  * (measured on Node 20, an import of each), which a casket no agent talks
  * MCP to never needs. One promise, so concurrent first requests share it.
  */
-let sdk: Promise<{ Transport: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js').WebStandardStreamableHTTPServerTransport; toolServer: typeof import('./tools.js').toolServer }> | undefined;
+let sdk: Promise<{ PostTransport: typeof import('./post-transport.js').PostTransport; toolServer: typeof import('./tools.js').toolServer }> | undefined;
 function loadSdk(): NonNullable<typeof sdk> {
-  sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('./tools.js')]).then(([transport, tools]) => ({ Transport: transport.WebStandardStreamableHTTPServerTransport, toolServer: tools.toolServer }));
+  sdk ??= Promise.all([import('./post-transport.js'), import('./tools.js')]).then(([transport, tools]) => ({ PostTransport: transport.PostTransport, toolServer: tools.toolServer }));
   return sdk;
 }
 
@@ -90,18 +93,32 @@ async function readBody(request: Request, max: number): Promise<Buffer | undefin
 /** Idle servers kept for the next requests; more are made under load, and dropped past this. */
 const MAX_IDLE = 16;
 
+/** A tool server and the transport it stays connected to (post-transport.ts), lent to one POST at a time. */
+interface Lent {
+  server: McpServer;
+  transport: PostTransport;
+}
+
 /** The /_casket/mcp handler, with its pool of tool servers. */
 export function mcpEndpoint(options: McpHttpOptions): (request: Request) => Promise<Response> {
   // One env for every server: it carries no request's state (tool.ts toolEnv).
   const env = toolEnv(options.door, options.maxTextBytes);
-  const idle: McpServer[] = [];
-  const lend = async () => idle.pop() ?? (await loadSdk()).toolServer(env);
-  return (request) => handleMcpHttp(request, options, lend, (server) => {
-    if (idle.length < MAX_IDLE) idle.push(server);
+  const idle: Lent[] = [];
+  const lend = async (): Promise<Lent> => {
+    const kept = idle.pop();
+    if (kept) return kept;
+    const { PostTransport, toolServer } = await loadSdk();
+    const lent = { server: toolServer(env), transport: new PostTransport() };
+    await lent.server.connect(lent.transport);
+    return lent;
+  };
+  return (request) => handleMcpHttp(request, options, lend, (lent) => {
+    if (idle.length < MAX_IDLE) idle.push(lent);
+    else void lent.server.close().catch(() => {});
   });
 }
 
-async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: () => Promise<McpServer>, giveBack: (server: McpServer) => void): Promise<Response> {
+async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: () => Promise<Lent>, giveBack: (lent: Lent) => void): Promise<Response> {
   const origin = request.headers.get('origin');
   if (origin !== null && !LOOPBACK.test(origin) && !options.allowedOrigins.includes(origin)) {
     options.log.warn({ origin }, 'MCP request refused: Origin not allowed');
@@ -134,31 +151,29 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: ()
   const admitted = admit(body, caller === undefined);
   if (!admitted.ok) return jsonRpcError(admitted.status, admitted.code, admitted.message, admitted.challenge ? { 'www-authenticate': 'Bearer' } : {});
   if (admitted.messages === 0) return new Response(null, { status: 202 });
-  const server = await lend();
-  const transport = new (await loadSdk()).Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
+  const lent = await lend();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, options.deadlineMs ?? DEADLINE_MS, undefined)));
   // Everything the transport starts — each handler, to its last S3 request — runs as this request's caller.
   // An anonymous request reaches no tool (admit refused it); a tool that ran anyway would find no caller and fail.
-  const handle = () => transport.handleRequest(request, { parsedBody: admitted.body });
-  const answered = Promise.resolve(caller ? runAs(caller, handle) : handle());
-  answered.catch(() => {}); // a failure after the deadline has no one left to tell
+  const handle = () => lent.transport.handle(headers, admitted.body);
   let settled = false;
   try {
-    // In JSON mode this resolves once every request of the POST is answered:
-    // with unique ids (admit), that is once every handler has returned.
-    const response = await Promise.race([answered, deadline]);
-    if (response === undefined) {
+    const answered = caller ? runAs(caller, handle) : handle();
+    answered.catch(() => {}); // a failure after the deadline has no one left to tell
+    // Resolves once every request of the POST is answered: with unique ids
+    // (admit), that is once every handler has returned.
+    const answer = await Promise.race([answered, deadline]);
+    if (answer === undefined) {
       options.log.warn({ deadlineMs: options.deadlineMs ?? DEADLINE_MS }, 'MCP request not answered in time');
       return jsonRpcError(504, -32603, `The call did not finish within ${Math.round((options.deadlineMs ?? DEADLINE_MS) / 1000)} s. It may still complete: read the files it touches before you retry.`);
     }
     settled = true;
-    return response;
+    return new Response(answer.body, { status: answer.status, headers: answer.body === null ? {} : { 'content-type': 'application/json' } });
   } finally {
     clearTimeout(timer);
-    await server.close().catch(() => {});
-    // A server whose handlers may still run is never lent again.
-    if (settled) giveBack(server);
+    // A server whose handlers may still run is closed (which aborts them) and never lent again.
+    if (settled) giveBack(lent);
+    else await lent.server.close().catch(() => {});
   }
 }
