@@ -68,26 +68,26 @@ const DEADLINE_MS = 60_000;
 
 const LOOPBACK = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i;
 
-function jsonRpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), { status, headers: { 'content-type': 'application/json', ...headers } });
+/** An HTTP request to the endpoint, whichever server read it (http-adapters.ts). */
+export interface McpHttpRequest {
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  /** Lowercase names; a repeated header's values joined with ", ", as web Headers join them. */
+  headers: Record<string, string>;
+  /** The body, or undefined once it passes `max` bytes (the rest is left unread). */
+  body(max: number): Promise<Buffer | undefined>;
 }
 
-/** The body, or undefined past `max` bytes (a JSON-escaped file can be twice its size). */
-async function readBody(request: Request, max: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  if (!request.body) return Buffer.alloc(0);
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return Buffer.concat(chunks);
-    size += value.length;
-    if (size > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(Buffer.from(value));
-  }
+/** The endpoint's answer: a JSON body, or none. */
+export interface McpHttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string | null;
+}
+
+function jsonRpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): McpHttpAnswer {
+  return { status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }) };
 }
 
 /** Idle servers kept for the next requests; more are made under load, and dropped past this. */
@@ -100,7 +100,7 @@ interface Lent {
 }
 
 /** The /_casket/mcp handler, with its pool of tool servers. */
-export function mcpEndpoint(options: McpHttpOptions): (request: Request) => Promise<Response> {
+export function mcpEndpoint(options: McpHttpOptions): (request: McpHttpRequest) => Promise<McpHttpAnswer> {
   // One env for every server: it carries no request's state (tool.ts toolEnv).
   const env = toolEnv(options.door, options.maxTextBytes);
   const idle: Lent[] = [];
@@ -118,9 +118,9 @@ export function mcpEndpoint(options: McpHttpOptions): (request: Request) => Prom
   });
 }
 
-async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: () => Promise<Lent>, giveBack: (lent: Lent) => void): Promise<Response> {
-  const origin = request.headers.get('origin');
-  if (origin !== null && !LOOPBACK.test(origin) && !options.allowedOrigins.includes(origin)) {
+async function handleMcpHttp(request: McpHttpRequest, options: McpHttpOptions, lend: () => Promise<Lent>, giveBack: (lent: Lent) => void): Promise<McpHttpAnswer> {
+  const origin = request.headers.origin;
+  if (origin !== undefined && !LOOPBACK.test(origin) && !options.allowedOrigins.includes(origin)) {
     options.log.warn({ origin }, 'MCP request refused: Origin not allowed');
     return jsonRpcError(403, -32000, 'Forbidden: this Origin may not call casket\'s MCP endpoint (--mcp-allowed-origins).');
   }
@@ -128,7 +128,8 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: ()
     // No server-initiated messages, no sessions: only POST carries MCP here.
     return jsonRpcError(405, -32000, 'Method not allowed: POST JSON-RPC messages to this endpoint.', { allow: 'POST' });
   }
-  const raw = await readBody(request, options.maxTextBytes * 2 + 65536);
+  // A JSON-escaped file can be twice its size.
+  const raw = await request.body(options.maxTextBytes * 2 + 65536);
   // The rest of the body is not read: the connection cannot carry another request, and says so
   // (RFC 9110 §15.5.14; without it a keep-alive client sends its next request into a closed socket).
   if (raw === undefined) return jsonRpcError(413, -32000, `Request too large: the file tools handle files up to ${options.maxTextBytes} bytes.`, { connection: 'close' });
@@ -138,19 +139,17 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: ()
   } catch {
     return jsonRpcError(400, -32700, 'Parse error: the body is not JSON.');
   }
-  const url = new URL(request.url);
-  const headers: Record<string, string> = {};
-  request.headers.forEach((value, name) => (headers[name] = value));
+  const headers = request.headers;
   let caller: Caller | undefined;
   try {
-    caller = await options.door.authenticate({ method: request.method, url: url.pathname + url.search, headers, body: raw });
+    caller = await options.door.authenticate({ method: request.method, url: request.url, headers, body: raw });
   } catch (e) {
     if (!(e instanceof NotAuthenticated)) throw e;
     return jsonRpcError(401, -32001, `Unauthorized: ${e.message}`, { 'www-authenticate': 'Bearer error="invalid_token"' });
   }
   const admitted = admit(body, caller === undefined);
   if (!admitted.ok) return jsonRpcError(admitted.status, admitted.code, admitted.message, admitted.challenge ? { 'www-authenticate': 'Bearer' } : {});
-  if (admitted.messages === 0) return new Response(null, { status: 202 });
+  if (admitted.messages === 0) return { status: 202, headers: {}, body: null };
   const lent = await lend();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, options.deadlineMs ?? DEADLINE_MS, undefined)));
@@ -169,7 +168,7 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: ()
       return jsonRpcError(504, -32603, `The call did not finish within ${Math.round((options.deadlineMs ?? DEADLINE_MS) / 1000)} s. It may still complete: read the files it touches before you retry.`);
     }
     settled = true;
-    return new Response(answer.body, { status: answer.status, headers: answer.body === null ? {} : { 'content-type': 'application/json' } });
+    return { status: answer.status, headers: answer.body === null ? {} : { 'content-type': 'application/json' }, body: answer.body };
   } finally {
     clearTimeout(timer);
     // A server whose handlers may still run is closed (which aborts them) and never lent again.
