@@ -48,26 +48,35 @@ interface Cursor {
 }
 
 /**
- * The last look's writes, per store, while its log is unchanged: every call
- * of every agent reads the same window of the log (its cursor is the newest
- * write, the same for all once they have looked), and between writes that
- * read answers what it answered before. Only for a store that knows when its
- * log changes (writeLogVersion: one process's own); a store shared with
- * other caskets (redis) is asked every time, so their writes are seen. The
- * version is read before the log, so a write appended between the two makes
- * the next call read again. Kept at most REUSE_MS: entries expiring from the
- * log (its TTL, its cap) are then seen gone as a fresh read would.
+ * The last looks' writes, per store and window start, while its log is
+ * unchanged: between writes, reading a window of the log again answers what it
+ * answered before, and agents whose cursors agree (every cursor is the newest
+ * write it saw, or the time of the agent's first look) read the same window.
+ * Only for a store that knows when its log changes (writeLogVersion: one
+ * process's own); a store shared with other caskets (redis) is asked every
+ * time, so their writes are seen. The version is read before the log, so a
+ * write appended between the two makes the next call read again. Kept at
+ * most REUSE_MS: entries expiring from the log (its TTL, its cap) are then
+ * seen gone as a fresh read would; at most REUSE_WINDOWS windows per store.
  */
-const lastLook = new WeakMap<StateStore, { version: number; since: number; read: number; writes: WriteLogEntry[] }>();
+const lastLooks = new WeakMap<StateStore, Map<number, { version: number; read: number; writes: WriteLogEntry[] }>>();
 const REUSE_MS = 1000;
+const REUSE_WINDOWS = 64;
 
 async function writesSince(state: StateStore, since: number): Promise<WriteLogEntry[]> {
   const version = await state.writeLogVersion?.();
   const now = Date.now();
-  const last = lastLook.get(state);
-  if (version !== undefined && last && last.version === version && last.since === since && now - last.read < REUSE_MS) return last.writes;
+  let looks = lastLooks.get(state);
+  const last = looks?.get(since);
+  if (version !== undefined && last && last.version === version && now - last.read < REUSE_MS) return last.writes;
   const writes = await state.listWriteLog({ since: new Date(since), limit: MAX_WRITES });
-  if (version !== undefined) lastLook.set(state, { version, since, read: now, writes });
+  if (version !== undefined) {
+    if (!looks) lastLooks.set(state, (looks = new Map()));
+    looks.delete(since);
+    looks.set(since, { version, read: now, writes });
+    // The oldest first: a Map iterates in insertion order.
+    if (looks.size > REUSE_WINDOWS) looks.delete(looks.keys().next().value!);
+  }
   return writes;
 }
 
