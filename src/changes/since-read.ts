@@ -63,8 +63,7 @@ const lastLooks = new WeakMap<StateStore, Map<number, { version: number; read: n
 const REUSE_MS = 1000;
 const REUSE_WINDOWS = 64;
 
-async function writesSince(state: StateStore, since: number): Promise<WriteLogEntry[]> {
-  const version = await state.writeLogVersion?.();
+async function writesSince(state: StateStore, since: number, version: number | undefined): Promise<WriteLogEntry[]> {
   const now = Date.now();
   let looks = lastLooks.get(state);
   const last = looks?.get(since);
@@ -78,6 +77,35 @@ async function writesSince(state: StateStore, since: number): Promise<WriteLogEn
     if (looks.size > REUSE_WINDOWS) looks.delete(looks.keys().next().value!);
   }
   return writes;
+}
+
+/**
+ * Agents whose last look found nothing to tell and moved nothing, per store:
+ * the log's version and the stamps' mark it read, and the keys whose stamps
+ * it asked for. While the log is unchanged, none of those stamps changed and
+ * the agent's cursor was not moved (every move goes through putCursor, in
+ * this process: such stores are one process's own), the same look would
+ * read the same window, ask the same stamps and find the same nothing — so
+ * it is not made again. At most REUSE_MS, as the windows; never for a store
+ * without stampMark (redis: other caskets write its stamps and cursors).
+ */
+const quietLooks = new WeakMap<StateStore, Map<string, { version: number; mark: number; candidates: Array<{ bucket: string; key: string }>; at: number }>>();
+const QUIET_AGENTS = 10_000;
+/** Cursor moves per store, so that a look during which any cursor moved is not remembered. */
+const cursorMoves = new WeakMap<StateStore, number>();
+
+function remember(state: StateStore, agent: string, look: { version: number | undefined; mark: number | undefined; moves: number; candidates: Array<{ bucket: string; key: string }> }): void {
+  if (look.version === undefined || look.mark === undefined || !state.stampsChangedSince || (cursorMoves.get(state) ?? 0) !== look.moves) return;
+  let agents = quietLooks.get(state);
+  if (!agents) quietLooks.set(state, (agents = new Map()));
+  if (agents.size >= QUIET_AGENTS && !agents.has(agent)) agents.clear();
+  agents.set(agent, { version: look.version, mark: look.mark, candidates: look.candidates.map((w) => ({ bucket: w.bucket, key: w.key })), at: Date.now() });
+}
+
+async function putCursor(state: StateStore, agent: string, cursor: Cursor): Promise<void> {
+  cursorMoves.set(state, (cursorMoves.get(state) ?? 0) + 1);
+  quietLooks.get(state)?.delete(agent);
+  await state.putReminderCursor(agent, JSON.stringify(cursor));
 }
 
 const changeId = (e: WriteLogEntry) => JSON.stringify([e.bucket, e.key, e.newETag ?? null]);
@@ -99,11 +127,18 @@ function parse(raw: string | undefined): Cursor | undefined {
  * `except` is neither told nor marked told.
  */
 export async function changedSinceRead(state: StateStore, agent: string, except?: { bucket: string; key: string }): Promise<ChangedKey[]> {
+  // Both read before anything they mark: a change after them is seen by the next call.
+  const version = await state.writeLogVersion?.();
+  const mark = await state.stampMark?.();
+  const moves = cursorMoves.get(state) ?? 0;
+  const quiet = quietLooks.get(state)?.get(agent);
+  if (quiet && except === undefined && version === quiet.version && Date.now() - quiet.at < REUSE_MS && state.stampsChangedSince && !(await state.stampsChangedSince(quiet.mark, agent, quiet.candidates))) return [];
   const cursor = parse(await state.getReminderCursor(agent));
   const from = cursor?.at ?? Date.now();
-  const writes = await writesSince(state, from - MARGIN_MS);
+  const writes = await writesSince(state, from - MARGIN_MS, version);
   if (writes.length === 0) {
-    if (!cursor) await state.putReminderCursor(agent, JSON.stringify({ at: from, told: [] } satisfies Cursor));
+    if (!cursor) await putCursor(state, agent, { at: from, told: [] });
+    else if (except === undefined) remember(state, agent, { version, mark, moves, candidates: [] });
     return [];
   }
   const told = new Map(cursor?.told ?? []);
@@ -127,7 +162,9 @@ export async function changedSinceRead(state: StateStore, agent: string, except?
   const at = Math.max(from, ...writes.map((w) => w.at.getTime()));
   if (!cursor || at !== cursor.at || out.length > 0) {
     const kept = [...told].filter(([, t]) => t >= at - 2 * MARGIN_MS);
-    await state.putReminderCursor(agent, JSON.stringify({ at, told: kept } satisfies Cursor));
+    await putCursor(state, agent, { at, told: kept });
+  } else if (except === undefined) {
+    remember(state, agent, { version, mark, moves, candidates });
   }
   return out.sort((a, b) => a.changedAt.getTime() - b.changedAt.getTime());
 }

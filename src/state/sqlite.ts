@@ -72,6 +72,11 @@ interface LogRow {
   changeset: string | null;
 }
 
+/** Stamp changes remembered for stampsChangedSince; a mark older than this many changes is answered "changed". */
+const STAMP_CHANGES = 4096;
+
+const stampId = (agent: string, bucket: string, key: string) => JSON.stringify([agent, bucket, key]);
+
 function toStamp(row: StampRow): ReadStamp {
   return { etag: row.etag, size: row.size, full: row.full === 1, covered: JSON.parse(row.covered) as Array<[number, number]>, at: row.at };
 }
@@ -100,6 +105,11 @@ export class SqliteStateStore implements StateStore {
   private readonly logQueries = new Map<string, Statement<Array<string | number>, LogRow>>();
   /** Bumped at each write-log append and prune: see writeLogVersion. */
   private logVersion = 0;
+  /** Stamp changes (set or dropped) so far, and the newest STAMP_CHANGES of them by number: see stampsChangedSince. */
+  private stampChanges = 0;
+  private readonly changedStamps: string[] = new Array<string>(STAMP_CHANGES);
+  /** The change number at the last prune, which may have dropped any stamp. */
+  private prunedAt = 0;
 
   constructor(path: string, private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {
     this.db = openSqlite(path);
@@ -164,6 +174,7 @@ export class SqliteStateStore implements StateStore {
 
   private prune(): void {
     this.logVersion++;
+    this.prunedAt = ++this.stampChanges;
     const cutoff = Date.now() - this.limits.ttlMs;
     const cap = this.limits.maxEntries;
     this.db.transaction(() => {
@@ -187,6 +198,7 @@ export class SqliteStateStore implements StateStore {
 
   private put(agent: string, bucket: string, key: string, s: ReadStamp): void {
     this.q.putStamp.run(agent, bucket, key, s.etag, s.size, s.full ? 1 : 0, JSON.stringify(s.covered), s.at, ++this.seq);
+    this.stampChanged(agent, bucket, key);
     this.counted();
   }
 
@@ -217,6 +229,25 @@ export class SqliteStateStore implements StateStore {
     return this.live(this.q.getStamp.get(agent, bucket, key));
   }
 
+  private stampChanged(agent: string, bucket: string, key: string): void {
+    this.changedStamps[++this.stampChanges % STAMP_CHANGES] = stampId(agent, bucket, key);
+  }
+
+  /**
+   * One process per data directory holds this file (backends/fs/schema.ts), so
+   * every stamp change goes through put, forgetStamp or prune here.
+   */
+  async stampMark(): Promise<number> {
+    return this.stampChanges;
+  }
+
+  async stampsChangedSince(mark: number, agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<boolean> {
+    if (this.stampChanges - mark >= STAMP_CHANGES || this.prunedAt > mark) return true;
+    const ids = new Set(keys.map((k) => stampId(agent, k.bucket, k.key)));
+    for (let n = mark + 1; n <= this.stampChanges; n++) if (ids.has(this.changedStamps[n % STAMP_CHANGES]!)) return true;
+    return false;
+  }
+
   async getStamps(agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<Array<ReadStamp | undefined>> {
     const out: Array<ReadStamp | undefined> = keys.map(() => undefined);
     if (keys.length === 0) return out;
@@ -230,6 +261,7 @@ export class SqliteStateStore implements StateStore {
 
   async forgetStamp(agent: string, bucket: string, key: string): Promise<void> {
     this.q.forget.run(agent, bucket, key);
+    this.stampChanged(agent, bucket, key);
   }
 
   /**

@@ -173,6 +173,14 @@ export interface StateStore {
    */
   writeLogVersion?(): Promise<number>;
   /**
+   * For a store no other process writes stamps to (sqlite): a mark of its
+   * stamps now, and whether any of `keys` of `agent` had its stamp set or
+   * dropped since a mark it gave (true when it can no longer tell). A shared
+   * store (redis) has neither.
+   */
+  stampMark?(): Promise<number>;
+  stampsChangedSince?(mark: number, agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<boolean>;
+  /**
    * The newest write-log entry for (bucket, key): who made its current
    * version, when casket made it. A refused write asks it whether it is a
    * retry of that very write (s3/write.ts). Shared by every replica.
