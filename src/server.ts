@@ -481,10 +481,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
     log.info({ operation: 'casket:mcp', path: MCP_PATH, status: answer.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
     // Answered already (a body that timed out, body-timeout.ts), or no one left to answer.
     if (outgoing.headersSent || outgoing.destroyed) return;
-    const headers: Record<string, string> = { ...answer.headers, 'content-length': String(answer.body === null ? 0 : Buffer.byteLength(answer.body)) };
+    // Encoded once: its length is the bytes' (a string would be measured, then encoded again as it is written).
+    const body = answer.body === null ? undefined : Buffer.from(answer.body, 'utf8');
+    const headers: Record<string, string> = { ...answer.headers, 'content-length': String(body?.length ?? 0) };
     for (const [name, value] of Object.entries(OBJECT_BODY_HEADERS)) headers[name] ??= value;
     outgoing.writeHead(answer.status, headers);
-    outgoing.end(answer.body ?? undefined);
+    outgoing.end(body);
   };
   // After SIGTERM: Connection: close on what is in flight, 503 + Retry-After for anything new (drain.ts).
   const drain = new Drain();
