@@ -57,7 +57,8 @@ import type { Refusal } from './guard/refusal.js';
 import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
-import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
+import { MCP_PATH, mcpEndpoint, type McpHttpAnswer } from './mcp/http.js';
+import { fromNode, fromWeb, toWeb } from './mcp/http-adapters.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
 import { KeyGate, type Gate } from './changesets/locks.js';
@@ -420,7 +421,8 @@ export async function startCasket(config: Config, credentials: Credential[], log
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
   const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }, changesets), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
-  app.all(MCP_PATH, (c) => mcp(c.req.raw));
+  // A POST to exactly MCP_PATH (every tool call) is served from node:http directly (serveMcp below); this route serves the rest.
+  app.all(MCP_PATH, async (c) => toWeb(await mcp(fromWeb(c.req.raw))));
   // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
   let credentialsInForce: readonly Credential[] = credentials;
   app.route('/', consoleApp(
@@ -470,6 +472,34 @@ export async function startCasket(config: Config, credentials: Credential[], log
     writeToNode(outcome.response, incoming, outgoing, headers, (bytesOut, complete) => record(outcome, started, complete, bytesOut, Number(headers['content-length'] ?? 0)));
   };
   const serveCasket = getRequestListener(app.fetch, { overrideGlobalObjects: false });
+  /**
+   * The MCP endpoint without the Hono app's web Request and Response
+   * (mcp/http-adapters.ts), doing what the app's /_casket/* middleware does
+   * for it: OBJECT_BODY_HEADERS, the metrics and one log line; a failure is
+   * 500, as Hono answers one.
+   */
+  const serveMcp = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> => {
+    const started = process.hrtime.bigint();
+    let answer: McpHttpAnswer;
+    try {
+      answer = await mcp(fromNode(incoming, MCP_PATH));
+    } catch (e) {
+      log.error({ err: e }, 'MCP request failed');
+      answer = { status: 500, headers: { 'content-type': 'text/plain; charset=UTF-8' }, body: 'Internal Server Error' };
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    metrics.requests.inc({ operation: 'casket:mcp', status: String(answer.status) });
+    metrics.duration.observe({ operation: 'casket:mcp' }, seconds);
+    log.info({ operation: 'casket:mcp', path: MCP_PATH, status: answer.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
+    // Answered already (a body that timed out, body-timeout.ts), or no one left to answer.
+    if (outgoing.headersSent || outgoing.destroyed) return;
+    // Encoded once: its length is the bytes' (a string would be measured, then encoded again as it is written).
+    const body = answer.body === null ? undefined : Buffer.from(answer.body, 'utf8');
+    const headers: Record<string, string> = { ...answer.headers, 'content-length': String(body?.length ?? 0) };
+    for (const [name, value] of Object.entries(OBJECT_BODY_HEADERS)) headers[name] ??= value;
+    outgoing.writeHead(answer.status, headers);
+    outgoing.end(body);
+  };
   // After SIGTERM: Connection: close on what is in flight, 503 + Retry-After for anything new (drain.ts).
   const drain = new Drain();
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
@@ -483,6 +513,14 @@ export async function startCasket(config: Config, credentials: Credential[], log
           endTimedOut(incoming, outgoing, { status: 408, headers: { 'content-type': 'application/json', ...OBJECT_BODY_HEADERS }, body: JSON.stringify({ error: 'RequestTimeout', message: 'The request body stopped arriving: no bytes for longer than the body timeout.' }) });
         },
       });
+      if (incoming.url === MCP_PATH && incoming.method === 'POST') {
+        serveMcp(incoming, outgoing).catch((e: unknown) => {
+          log.error({ err: e }, 'MCP request failed');
+          if (!outgoing.headersSent) outgoing.writeHead(500, { connection: 'close' });
+          outgoing.end();
+        });
+        return;
+      }
       void serveCasket(incoming, outgoing);
       return;
     }
