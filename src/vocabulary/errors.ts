@@ -27,6 +27,8 @@ export const S3_ERRORS = {
   InvalidArgument: [400, 'Invalid Argument'],
   InvalidBucketName: [400, 'The specified bucket is not valid.'],
   InvalidDigest: [400, 'The Content-MD5 or checksum value that you specified is not valid.'],
+  // POST Object: a policy that is not a valid document (RESTObjectPOST, ErrorResponses).
+  InvalidPolicyDocument: [400, 'The content of the form does not meet the conditions specified in the policy document.'],
   InvalidPart: [400, 'One or more of the specified parts could not be found. The part might not have been uploaded, or the specified ETag might not have matched the part\'s ETag.'],
   InvalidPartOrder: [400, 'The list of parts was not in ascending order. The parts list must be specified in order by part number.'],
   InvalidPartNumber: [400, 'The requested partnumber is not satisfiable'],
