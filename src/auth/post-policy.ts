@@ -11,8 +11,10 @@
  * content-length-range is checked by the caller while the file streams
  * (EntityTooLarge / EntityTooSmall), so the range is returned, not checked here.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { S3Error } from '../vocabulary/errors.js';
-import { hmac, signaturesEqual, signingKeyFor } from './sigv4.js';
+import type { Credential, CredentialLookup } from './credentials.js';
+import { hmac, signaturesEqual, signingKeyFor, type AuthResult } from './sigv4.js';
 
 export interface PostPolicy {
   expiration: Date;
@@ -26,7 +28,16 @@ export type Condition =
 
 export interface LengthRange { min: number; max: number }
 
-const EXEMPT = new Set(['x-amz-signature', 'file', 'policy']);
+/**
+ * Fields no condition has to name: the signature and policy themselves and
+ * the file (sigv4-HTTPPOSTConstructPolicy.html), and their Signature Version
+ * 2 forms (HTTPPOSTForms.html: AWSAccessKeyId, signature). `bucket` is not
+ * exempt: the URL's bucket is a field every policy must name.
+ */
+const EXEMPT = new Set(['x-amz-signature', 'file', 'policy', 'awsaccesskeyid', 'signature']);
+
+/** ISO 8601 in UTC, as the policy's expiration must be written ("2013-08-01T12:00:00.000Z"). */
+const EXPIRATION = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 
 function invalid(why: string): S3Error {
   return new S3Error('AccessDenied', `Invalid according to Policy: ${why}`);
@@ -46,7 +57,7 @@ export function parsePostPolicy(base64: string): PostPolicy {
   }
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw malformed('Invalid JSON.');
   const { expiration, conditions } = doc as Record<string, unknown>;
-  if (typeof expiration !== 'string' || Number.isNaN(Date.parse(expiration))) throw malformed('Invalid \'expiration\' value.');
+  if (typeof expiration !== 'string' || !EXPIRATION.test(expiration) || Number.isNaN(Date.parse(expiration))) throw malformed('Invalid \'expiration\' value.');
   if (!Array.isArray(conditions)) throw malformed('Policy missing conditions.');
   return { expiration: new Date(expiration), conditions: conditions.map(parseCondition) };
 }
@@ -104,7 +115,92 @@ export function checkPostPolicy(policy: PostPolicy, fields: ReadonlyMap<string, 
       : (c.field === 'content-type' ? value.split(',').every((v) => v.trim().startsWith(c.value)) : value.startsWith(c.value));
     if (!ok) throw invalid(`Policy Condition failed: ["${c.kind}", "$${c.field}", "${c.value}"]`);
   }
-  const extra = [...fields.keys()].filter((f) => f !== 'bucket' && !EXEMPT.has(f) && !f.startsWith('x-ignore-') && !covered.has(f));
+  const extra = [...fields.keys()].filter((f) => !EXEMPT.has(f) && !f.startsWith('x-ignore-') && !covered.has(f));
   if (extra.length > 0) throw invalid(`Extra input fields: ${extra.join(', ')}`);
   return range;
+}
+
+/** x-amz-signature-less Signature Version 2 form: base64 HMAC-SHA1 of the base64 policy (HTTPPOSTForms.html). */
+export function postSignatureV2Matches(secret: string, policyBase64: string, signatureBase64: string): boolean {
+  const expected = createHmac('sha1', Buffer.from(secret, 'utf8')).update(policyBase64, 'latin1').digest();
+  const provided = Buffer.from(signatureBase64, 'base64');
+  return expected.length === provided.length && timingSafeEqual(expected, provided);
+}
+
+/** The access key a form names (x-amz-credential or AWSAccessKeyId), unverified: for session lookups. */
+export function postFormAccessKey(fields: ReadonlyMap<string, string>): string | undefined {
+  const credential = fields.get('x-amz-credential');
+  if (credential !== undefined) {
+    const parts = credential.split('/');
+    return parts.length >= 5 ? parts.slice(0, -4).join('/') : undefined;
+  }
+  return fields.get('awsaccesskeyid');
+}
+
+function missingField(name: string): S3Error {
+  return new S3Error('InvalidArgument', {
+    message: `Bucket POST must contain a field named '${name}'.  If it is specified, please check the order of the fields.`,
+    fields: { ArgumentName: name, ArgumentValue: '' },
+  });
+}
+
+export interface PostFormAuth {
+  auth: AuthResult;
+  policy: PostPolicy;
+}
+
+/**
+ * Who signed a form: null when it carries no credential at all (an
+ * anonymous form, refused unless anonymous writes are allowed); throws
+ * InvalidArgument for a missing signature or policy, InvalidAccessKeyId for
+ * a key casket never issued, SignatureDoesNotMatch for a wrong signature
+ * (compared in constant time), InvalidPolicyDocument for a policy that does
+ * not parse. SigV4 (x-amz-algorithm, x-amz-credential, x-amz-date,
+ * x-amz-signature) and SigV2 (AWSAccessKeyId, signature: boto3's
+ * generate_presigned_post with no signature_version configured) forms.
+ * The policy's conditions are the caller's to check, once the key is known.
+ */
+export function verifyPostForm(fields: ReadonlyMap<string, string>, lookup: CredentialLookup): PostFormAuth | null {
+  const policyBase64 = fields.get('policy');
+  const v4 = fields.has('x-amz-signature') || fields.has('x-amz-credential') || fields.has('x-amz-algorithm');
+  if (!v4 && policyBase64 === undefined && !fields.has('signature') && !fields.has('awsaccesskeyid')) return null;
+  let credential: Credential | undefined;
+  let region = 'us-east-1';
+  if (v4) {
+    const algorithm = fields.get('x-amz-algorithm');
+    if (algorithm === undefined) throw missingField('x-amz-algorithm');
+    if (algorithm !== 'AWS4-HMAC-SHA256') throw new S3Error('InvalidArgument', { message: 'Only AWS4-HMAC-SHA256 is supported as x-amz-algorithm.', fields: { ArgumentName: 'x-amz-algorithm', ArgumentValue: algorithm } });
+    const scope = fields.get('x-amz-credential');
+    if (scope === undefined) throw missingField('x-amz-credential');
+    if (!fields.has('x-amz-date')) throw missingField('x-amz-date');
+    const signature = fields.get('x-amz-signature');
+    if (signature === undefined) throw missingField('x-amz-signature');
+    if (policyBase64 === undefined) throw missingField('policy');
+    const parts = scope.split('/');
+    const [date, scopeRegion, service, terminator] = parts.slice(-4);
+    if (parts.length < 5 || !/^\d{8}$/.test(date!) || service !== 's3' || terminator !== 'aws4_request') {
+      throw new S3Error('InvalidArgument', { message: 'x-amz-credential must be <key>/<yyyymmdd>/<region>/s3/aws4_request.', fields: { ArgumentName: 'x-amz-credential', ArgumentValue: scope } });
+    }
+    const accessKeyId = parts.slice(0, -4).join('/');
+    credential = lookup(accessKeyId);
+    if (!credential) throw new S3Error('InvalidAccessKeyId', { fields: { AWSAccessKeyId: accessKeyId } });
+    region = scopeRegion!;
+    if (!postSignatureMatches(credential.secretAccessKey, date!, region, policyBase64, signature)) {
+      throw new S3Error('SignatureDoesNotMatch', { fields: { AWSAccessKeyId: accessKeyId, StringToSign: policyBase64, SignatureProvided: signature } });
+    }
+  } else {
+    const accessKeyId = fields.get('awsaccesskeyid');
+    if (accessKeyId === undefined) throw missingField('AWSAccessKeyId');
+    const signature = fields.get('signature');
+    if (signature === undefined) throw missingField('Signature');
+    if (policyBase64 === undefined) throw missingField('Policy');
+    credential = lookup(accessKeyId);
+    if (!credential) throw new S3Error('InvalidAccessKeyId', { fields: { AWSAccessKeyId: accessKeyId } });
+    if (!postSignatureV2Matches(credential.secretAccessKey, policyBase64, signature)) {
+      throw new S3Error('SignatureDoesNotMatch', { fields: { AWSAccessKeyId: accessKeyId, StringToSign: policyBase64, SignatureProvided: signature } });
+    }
+  }
+  // Parsed only once the signature holds: an unsigned document is not read.
+  const policy = parsePostPolicy(policyBase64);
+  return { auth: { credential, presigned: false, payloadMode: 'unsigned', signedHeaders: [], region }, policy };
 }

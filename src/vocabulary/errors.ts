@@ -37,6 +37,9 @@ export const S3_ERRORS = {
   InvalidToken: [400, 'The provided token is malformed or otherwise invalid.'],
   InvalidURI: [400, "Couldn't parse the specified URI."],
   KeyTooLongError: [400, 'Your key is too long.'],
+  // POST Object (RESTObjectPOST): a body that is not multipart/form-data, fields before the file over 20 KB.
+  MalformedPOSTRequest: [400, 'The body of your POST request is not well-formed multipart/form-data.'],
+  MaxPostPreDataLengthExceeded: [400, 'Your POST request fields preceding the upload file were too large.'],
   MalformedXML: [400, 'The XML you provided was not well-formed or did not validate against our published schema.'],
   MetadataTooLarge: [400, 'Your metadata headers exceed the maximum allowed metadata size.'],
   MethodNotAllowed: [405, 'The specified method is not allowed against this resource.'],

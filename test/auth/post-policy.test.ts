@@ -4,7 +4,8 @@
  * https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-HTTPPOSTConstructPolicy.html
  */
 import { describe, expect, it } from 'vitest';
-import { checkPostPolicy, parsePostPolicy, postSignatureMatches } from '../../src/auth/post-policy.js';
+import { createHmac } from 'node:crypto';
+import { checkPostPolicy, parsePostPolicy, postSignatureMatches, postSignatureV2Matches } from '../../src/auth/post-policy.js';
 import { hmac, signingKeyFor } from '../../src/auth/sigv4.js';
 
 const encode = (doc: unknown) => Buffer.from(JSON.stringify(doc)).toString('base64');
@@ -41,5 +42,24 @@ describe('postSignatureMatches', () => {
   it('matches the SigV4 HMAC of the base64 policy and nothing else', () => {
     expect(postSignatureMatches('secret', '20261128', 'us-east-1', b64, good)).toBe(true);
     expect(postSignatureMatches('wrong', '20261128', 'us-east-1', b64, good)).toBe(false);
+  });
+});
+
+describe('what a policy must say', () => {
+  it('an expiration not written as ISO 8601 UTC is InvalidPolicyDocument (ceph/s3-tests test_post_object_invalid_date_format)', () => {
+    expect(() => parsePostPolicy(encode({ expiration: '2030-01-01 00:00:00.123456+00:00', conditions: [] }))).toThrow("Invalid 'expiration' value.");
+  });
+
+  it("the URL's bucket is a field like any other: a policy that does not name it is refused", () => {
+    expect(() => checkPostPolicy(policy([['starts-with', '$key', '']]), fields({ bucket: 'b', key: 'k' }), now)).toThrow('Extra input fields: bucket');
+  });
+});
+
+describe('postSignatureV2Matches', () => {
+  it('matches the base64 HMAC-SHA1 of the base64 policy (boto3 generate_presigned_post without signature_version)', () => {
+    const b64 = encode({ expiration: '2030-01-01T00:00:00Z', conditions: [] });
+    const good = createHmac('sha1', 'secret').update(b64).digest('base64');
+    expect(postSignatureV2Matches('secret', b64, good)).toBe(true);
+    expect(postSignatureV2Matches('wrong', b64, good)).toBe(false);
   });
 });
