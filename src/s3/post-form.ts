@@ -16,6 +16,7 @@
  * multipart/form-data is 412 PreconditionFailed with AWS's own condition
  * text; a form without a file part is 400 InvalidArgument.
  */
+import type { IncomingMessage } from 'node:http';
 import { finished, type Readable } from 'node:stream';
 import busboy from 'busboy';
 import { S3Error } from '../vocabulary/errors.js';
@@ -134,12 +135,26 @@ export function readPostForm(body: Readable, contentType: string | undefined): P
     // A request that breaks off (client gone, body timeout) never ends the
     // parser: the file part errors instead, so its payload fails
     // IncompleteBody and nothing is committed (auth/payload.ts).
-    finished(body, { writable: false }, (error) => {
-      if (!error && body.readableEnded) return;
+    const brokeOff = () => {
       const err = new S3Error('IncompleteBody', 'The request ended before the form did.');
       if (!settled) fail(err);
       else if (file && !file.readableEnded) file.destroy(err);
+    };
+    finished(body, { writable: false }, (error) => {
+      if (error || !body.readableEnded) brokeOff();
     });
+    // The body timeout answers first and then closes the socket
+    // (body-timeout.ts): Node no longer aborts a request whose answer is
+    // out, so the socket's close is the only word the body gets.
+    const socket = (body as Partial<IncomingMessage>).socket;
+    const socketClosed = () => {
+      if (body.readableEnded) return;
+      brokeOff();
+      // Ends everything still waiting on the body (discard below, the handler).
+      body.destroy();
+    };
+    socket?.once('close', socketClosed);
+    body.once('end', () => socket?.off('close', socketClosed));
 
     function discard(maxBytes: number): Promise<void> {
       return new Promise<void>((done) => {

@@ -91,8 +91,12 @@ export function multipart(fields: Record<string, string>, filename: string, cont
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
-/** POSTs a form with node:http; `cutAfter`: send that many bytes of the body, then drop the connection (resolves status 0). */
-export function rawPost(url: string, form: { body: Buffer; contentType: string }, cutAfter?: number): Promise<PostReply> {
+/**
+ * POSTs a form with node:http. `cutAfter`: send that many bytes of the
+ * body, then drop the connection (resolves status 0); with `stall`, send
+ * them and wait for casket's answer without sending the rest.
+ */
+export function rawPost(url: string, form: { body: Buffer; contentType: string }, cutAfter?: number, stall = false): Promise<PostReply> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', agent: false, headers: { 'content-type': form.contentType, 'content-length': String(form.body.length) } }, (res) => {
@@ -101,6 +105,11 @@ export function rawPost(url: string, form: { body: Buffer; contentType: string }
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers as Record<string, string>, body: Buffer.concat(chunks).toString() }));
       res.on('error', reject);
     });
+    if (stall) {
+      req.on('error', () => {});
+      req.write(form.body.subarray(0, cutAfter));
+      return;
+    }
     if (cutAfter === undefined) {
       req.on('error', reject);
       req.end(form.body);

@@ -5,7 +5,7 @@
  * policy, a tampered policy or field, a wrong signature, a key whose IAM
  * policy does not allow the bucket/key, an anonymous form, an agent's
  * unconditional overwrite (refused as its PutObject is), a client that
- * disconnects mid-upload. Forms are built by boto3's
+ * disconnects mid-upload or stops sending (--body-timeout-ms). Forms are built by boto3's
  * generate_presigned_post; what no client sends is written raw.
  */
 import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -34,6 +34,7 @@ describe.runIf(available)('POST Object: refusals write nothing', () => {
   beforeAll(async () => {
     casket = await startCasket({
       agents: ['alice'],
+      args: ['--body-timeout-ms', '400'],
       keys: { narrow: { policy: { Statement: [{ Effect: 'Allow', Action: 's3:PutObject', Resource: `arn:aws:s3:::${bucket}/allowed/*` }] } } },
     });
     admin = sdk(casket.url, casket.admin);
@@ -124,5 +125,15 @@ describe.runIf(available)('POST Object: refusals write nothing', () => {
     await absent('cut.bin');
     const whole = await rawPost(form.url, body);
     expect(whole.status, whole.body).toBe(204);
+  });
+
+  it('a form whose file stops arriving is 400 RequestTimeout after --body-timeout-ms, and nothing is written', async () => {
+    const form = await forms.presign(casket.admin, bucket, 'stalled.bin');
+    const body = multipart(form.fields, 'stalled.bin', randomBytes(64 * 1024));
+    const reply = await rawPost(form.url, body, body.body.length - 1024, true);
+    expect([reply.status, code(reply.body)]).toEqual([400, 'RequestTimeout']);
+    // The answer goes out as the body times out; a commit of what arrived would follow it.
+    await new Promise((r) => setTimeout(r, 300));
+    await absent('stalled.bin');
   });
 });
