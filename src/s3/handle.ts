@@ -10,7 +10,6 @@ import type { Credential, CredentialLookup } from '../auth/credentials.js';
 import { missingSessionToken, sessionKeyWithoutToken, sessionRequest, withSession } from '../auth/sessions.js';
 import type { AuthResult } from '../auth/sigv4.js';
 import { verifySignature } from '../auth/verify.js';
-import { createPayload, MAX_PUT_SIZE } from '../auth/payload.js';
 import { assumeRole, isStsRequest } from '../sts/assume-role.js';
 import { resolveAgent } from '../guard/identity.js';
 import { Refusal } from '../guard/refusal.js';
@@ -26,9 +25,8 @@ import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
 import { refusalError } from './refusal-error.js';
-import { postObjectHeaders, postPayloadHeaders } from './operations/post-object.js';
 import { readPostForm, type PostForm } from './post-form.js';
-import { authenticatePostForm } from './post-request.js';
+import { postObjectRequest } from './post-request.js';
 import { errorResponse, OBJECT_BODY_HEADERS, type S3Response } from './respond.js';
 import { CHANGED_SINCE_READ_HEADER, changedSinceReadHeader, wantsChangedSinceRead } from './changed-since-read-header.js';
 
@@ -162,19 +160,11 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     let payload = payloadFactory(req.body, auth, req.headers, req.sendContinue);
     let postForm: RequestContext['postForm'];
     if (operation === 'PostObject') {
-      // The form carries the signature, the key and the headers (s3/post-form.ts): read up to its file part.
+      // The form carries the signature, the key and the headers (s3/post-request.ts): read up to its file part.
       req.sendContinue();
       form = await readPostForm(req.body, req.headers['content-type']);
-      const post = await authenticatePostForm(form, target.bucket!, options.lookup, services.state);
-      ({ auth, key } = post);
+      ({ auth, key, headers, body, payload, postForm } = await postObjectRequest(form, target.bucket!, req, options.lookup, services.state));
       outcome.key = key;
-      headers = postObjectHeaders(form.fields, req.headers);
-      body = form.file;
-      const file = form.file;
-      const formAuth = auth;
-      const payloadHeaders = postPayloadHeaders(headers);
-      payload = () => createPayload(file, { auth: formAuth, headers: payloadHeaders, maxSize: post.range?.max ?? MAX_PUT_SIZE, minSize: post.range?.min ?? 0 });
-      postForm = { fields: form.fields, secure: req.secure === true };
     }
     if (!auth && !(options.anonymous === 'read' && READ_ONLY.has(operation))) {
       throw new S3Error('AccessDenied', 'Anonymous access is not allowed: sign requests with a casket access key.');

@@ -84,6 +84,11 @@ export function readPostForm(body: Readable, contentType: string | undefined): P
       addField(name, value);
     });
     parser.on('file', (name, stream, info) => {
+      // A part fails when the request breaks off (brokeOff below); its
+      // reader, if any, hears it through its own listener. One that nobody
+      // reads (a refused upload, a part after the file) must not take the
+      // process down with an unheard 'error'.
+      stream.on('error', () => {});
       if (file || settled) {
         stream.resume();
         return;

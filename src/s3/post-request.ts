@@ -11,8 +11,10 @@
 import type { CredentialLookup } from '../auth/credentials.js';
 import { checkPostPolicy, postFormAccessKey, verifyPostForm, type LengthRange } from '../auth/post-policy.js';
 import { SESSION_KEY_PREFIX, withSession, type SessionSource } from '../auth/sessions.js';
+import { createPayload, MAX_PUT_SIZE } from '../auth/payload.js';
 import type { AuthResult } from '../auth/sigv4.js';
-import { postObjectKey } from './operations/post-object.js';
+import type { RequestContext } from './context.js';
+import { postObjectHeaders, postObjectKey, postPayloadHeaders } from './operations/post-object.js';
 import type { PostForm } from './post-form.js';
 
 export interface PostRequest {
@@ -34,4 +36,22 @@ export async function authenticatePostForm(form: PostForm, bucket: string, looku
   const fields = new Map(form.fields).set('bucket', bucket).set('key', key);
   const range = checkPostPolicy(signed.policy, fields);
   return { auth: signed.auth, key, ...(range && { range }) };
+}
+
+/** What of the request context a form decides: who, which key, the headers its fields stand for, the file as the body. */
+export type PostObjectContext = Pick<RequestContext, 'auth' | 'key' | 'headers' | 'body' | 'payload' | 'postForm'>;
+
+export async function postObjectRequest(form: PostForm, bucket: string, req: { headers: Record<string, string>; secure?: boolean }, lookup: CredentialLookup, sessions: SessionSource): Promise<PostObjectContext & { key: string }> {
+  const { auth, key, range } = await authenticatePostForm(form, bucket, lookup, sessions);
+  const headers = postObjectHeaders(form.fields, req.headers);
+  const payloadHeaders = postPayloadHeaders(headers);
+  return {
+    auth,
+    key,
+    headers,
+    body: form.file,
+    // The policy's content-length-range bounds the file as it streams (EntityTooLarge / EntityTooSmall).
+    payload: () => createPayload(form.file, { auth, headers: payloadHeaders, maxSize: range?.max ?? MAX_PUT_SIZE, minSize: range?.min ?? 0 }),
+    postForm: { fields: form.fields, secure: req.secure === true },
+  };
 }

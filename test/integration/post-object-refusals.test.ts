@@ -136,4 +136,14 @@ describe.runIf(available)('POST Object: refusals write nothing', () => {
     await new Promise((r) => setTimeout(r, 300));
     await absent('stalled.bin');
   });
+
+  it('a large form refused before its file is read (a malformed x-amz-checksum-sha256) is 400, and casket keeps serving', async () => {
+    const form = await forms.presign(casket.admin, bucket, 'bad-checksum.bin', { fields: { 'x-amz-checksum-sha256': 'sailorjerry' }, conditions: [{ 'x-amz-checksum-sha256': 'sailorjerry' }] });
+    const reply = await rawPost(form.url, multipart(form.fields, 'a', Buffer.alloc(3 * 1024 * 1024, 'x'))).catch(() => ({ status: 0, body: '' }));
+    expect([0, 400]).toContain(reply.status);
+    await new Promise((r) => setTimeout(r, 300));
+    await absent('bad-checksum.bin');
+    const next = await forms.post(await forms.presign(casket.admin, bucket, 'after.txt'), 'a', 'still here');
+    expect(next.status, next.body).toBe(204);
+  });
 });
