@@ -7,7 +7,8 @@
  * AWS refuses a form whose policy is expired, whose signature does not match,
  * whose field breaks a condition, or that carries a field no condition names
  * ("Invalid according to Policy: Extra input fields: ..."). Fields AWS exempts
- * from that rule: x-amz-signature, file, policy, and those prefixed x-ignore-.
+ * from that rule: x-amz-signature, file, policy, and those prefixed x-ignore-;
+ * casket also exempts x-amz-checksum-* (an integrity check, as RGW does).
  * content-length-range is checked by the caller while the file streams
  * (EntityTooLarge / EntityTooSmall), so the range is returned, not checked here.
  */
@@ -115,7 +116,9 @@ export function checkPostPolicy(policy: PostPolicy, fields: ReadonlyMap<string, 
       : (c.field === 'content-type' ? value.split(',').every((v) => v.trim().startsWith(c.value)) : value.startsWith(c.value));
     if (!ok) throw invalid(`Policy Condition failed: ["${c.kind}", "$${c.field}", "${c.value}"]`);
   }
-  const extra = [...fields.keys()].filter((f) => !EXEMPT.has(f) && !f.startsWith('x-ignore-') && !covered.has(f));
+  // An x-amz-checksum-* field only adds a check the file must pass (a wrong one is refused, nothing
+  // lands): it needs no condition, as RGW takes it (ceph/s3-tests test_post_object_upload_checksum).
+  const extra = [...fields.keys()].filter((f) => !EXEMPT.has(f) && !f.startsWith('x-ignore-') && !f.startsWith('x-amz-checksum-') && !covered.has(f));
   if (extra.length > 0) throw invalid(`Extra input fields: ${extra.join(', ')}`);
   return range;
 }

@@ -50,6 +50,10 @@ describe('what a policy must say', () => {
     expect(() => parsePostPolicy(encode({ expiration: '2030-01-01 00:00:00.123456+00:00', conditions: [] }))).toThrow("Invalid 'expiration' value.");
   });
 
+  it('an x-amz-checksum-* field needs no condition: it only adds a check the file must pass', () => {
+    expect(checkPostPolicy(policy([{ bucket: 'b' }, ['starts-with', '$key', '']]), fields({ bucket: 'b', key: 'k', 'x-amz-checksum-sha256': 'x' }), now)).toBeUndefined();
+  });
+
   it("the URL's bucket is a field like any other: a policy that does not name it is refused", () => {
     expect(() => checkPostPolicy(policy([['starts-with', '$key', '']]), fields({ bucket: 'b', key: 'k' }), now)).toThrow('Extra input fields: bucket');
   });
