@@ -115,6 +115,9 @@ function eventName(n: WriteNotice): string {
   switch (n.operation) {
     case 'CopyObject':
       return 's3:ObjectCreated:Copy';
+    // A browser-form upload (RESTObjectPOST), as AWS names it in event notifications.
+    case 'PostObject':
+      return 's3:ObjectCreated:Post';
     case 'CompleteMultipartUpload':
       return 's3:ObjectCreated:CompleteMultipartUpload';
     case 'DeleteObject':

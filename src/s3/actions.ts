@@ -9,6 +9,8 @@
  * - CreateMultipartUpload, UploadPart, CompleteMultipartUpload: s3:PutObject
  *   (mpuoverview.html#mpuAndPermissions);
  * - DeleteObjects: s3:DeleteObject per key, checked in its handler;
+ * - PostObject (a browser form): s3:PutObject on the form's key, for the key
+ *   that signed the form (RESTObjectPOST: "you must have WRITE access");
  * - ListObjects(V2) carries the `s3:prefix` condition key;
  * - a PutObject that asks for a merge (`x-casket-merge`, merge-write.ts) reads
  *   the versions of the key it merges with: s3:GetObject on it as well, as
@@ -137,6 +139,8 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   HeadObject: onObjectVersion('s3:GetObject', 's3:GetObjectVersion'),
   GetObjectAttributes: onObjectVersion('s3:GetObjectAttributes', 's3:GetObjectVersionAttributes'),
   PutObject: put,
+  // The key is the form's (with ${filename} substituted), known once the fields before the file are read (handle.ts).
+  PostObject: onObject('s3:PutObject'),
   CopyObject: copy,
   DeleteObject: onObjectVersion('s3:DeleteObject', 's3:DeleteObjectVersion'),
   GetObjectAcl: onObject('s3:GetObjectAcl'),

@@ -41,6 +41,12 @@ export interface RequestContext {
    * auth and preconditions have passed.
    */
   payload(options?: Pick<PayloadOptions, 'md5' | 'checksum' | 'ignoreChecksumHeaders'>): Payload;
+  /**
+   * PostObject only: the form's fields (names lowercased), read before the
+   * file (s3/post-form.ts). `headers` then holds what the fields say as
+   * headers (operations/post-object.ts), `body` the file part.
+   */
+  postForm?: { fields: ReadonlyMap<string, string>; secure: boolean };
 }
 
 export interface Services {

@@ -20,6 +20,8 @@ export interface PutVersion {
   buffered?: boolean;
   /** false: the agent rules were applied to the edit this merge carries (GuardedWrite.agentRules). */
   agentRules?: false;
+  /** The operation the write log and events name: PutObject unless a form upload (PostObject). */
+  operation?: 'PutObject' | 'PostObject';
 }
 
 export async function putVersion(ctx: RequestContext, services: Services, v: PutVersion): Promise<ObjectInfo> {
@@ -34,7 +36,7 @@ export async function putVersion(ctx: RequestContext, services: Services, v: Put
     services,
     bucket,
     key,
-    operation: 'PutObject',
+    operation: v.operation ?? 'PutObject',
     conditions: v.conditions,
     ...(declared !== undefined && { declaredSha256: declared }),
     bodyComing: v.buffered === true || !expectsContinue,
