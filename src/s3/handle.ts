@@ -21,6 +21,7 @@ import { payloadFactory, type RequestContext, type Services } from './context.js
 import { actualRequestHeaders, preflight } from './cors.js';
 import { detectOperation } from './detect.js';
 import { refuseEncryption } from './encryption.js';
+import { refuseObjectLock } from './passthrough.js';
 import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
@@ -155,6 +156,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
     for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key: target.key, query, headers: req.headers })) access.authorize(needed);
     refuseEncryption(req.headers, req.secure === true, services.backend.forward !== undefined, operation);
+    refuseObjectLock(req.headers, services.backend.forward !== undefined);
     const ctx: RequestContext = {
       requestId,
       operation,
