@@ -45,6 +45,8 @@ export interface ObjectHeaders {
   objectLockLegalHold?: string;
   /** How many tags the upstream holds for this version (x-amz-tagging-count, answered by GET/HEAD only). */
   taggingCount?: string;
+  /** When the upstream's lifecycle rules expire this version (x-amz-expiration, answered by PutObject, GET and HEAD). */
+  expiration?: string;
   /**
    * Tags and ACL a write asks for (x-amz-tagging, x-amz-acl, x-amz-grant-*):
    * sent up with the write and never answered back — the upstream answers
@@ -106,8 +108,8 @@ export const WRITE_ONLY_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeader
   ['grantWriteAcp', 'x-amz-grant-write-acp'],
 ];
 
-/** What GET/HEAD answer of a version besides the stored headers: its lock, and its tag count (API_GetObject). */
-export const ANSWERED_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [...LOCK_HEADER_NAMES, ['taggingCount', 'x-amz-tagging-count']];
+/** What GET/HEAD answer of a version besides the stored headers: its lock, its tag count, its expiry (API_GetObject). */
+export const ANSWERED_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [...LOCK_HEADER_NAMES, ['taggingCount', 'x-amz-tagging-count'], ['expiration', 'x-amz-expiration']];
 
 /**
  * CreateBucket's headers an upstream creates the bucket with

@@ -143,12 +143,12 @@ describe('lifecycle', () => {
   it('an Expiration rule goes up whole and comes back (the embedded store refuses it: 501)', async () => {
     const put = t.s3.send(new PutBucketLifecycleConfigurationCommand({
       Bucket: bucket,
-      LifecycleConfiguration: { Rules: [{ ID: 'expire-tmp', Status: 'Enabled', Filter: { Prefix: 'tmp/' }, Expiration: { Days: 1 } }] },
+      LifecycleConfiguration: { Rules: [{ ID: 'expire-logs', Status: 'Enabled', Filter: { Prefix: 'logs/' }, Expiration: { Days: 1 } }] },
     }));
     if (!UPSTREAM) return notImplemented(put);
     await put;
     const got = await t.s3.send(new GetBucketLifecycleConfigurationCommand({ Bucket: bucket }));
-    expect(got.Rules?.map((r) => ({ ID: r.ID, days: r.Expiration?.Days, prefix: r.Filter?.Prefix ?? r.Prefix }))).toEqual([{ ID: 'expire-tmp', days: 1, prefix: 'tmp/' }]);
+    expect(got.Rules?.map((r) => ({ ID: r.ID, days: r.Expiration?.Days, prefix: r.Filter?.Prefix ?? r.Prefix }))).toEqual([{ ID: 'expire-logs', days: 1, prefix: 'logs/' }]);
   });
 
   it('an object removed behind casket (as an expiry does): a conditional write with its old ETag is refused, a GET is 404, no stale ETag', async () => {

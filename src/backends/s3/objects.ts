@@ -215,7 +215,8 @@ export class Objects {
         etag: etag!,
         size: out.size,
         lastModified: res.headers.date ? new Date(res.headers.date) : new Date(),
-        headers: options.headers,
+        // The upstream's lifecycle expiry of what was just written (API_PutObject x-amz-expiration).
+        headers: res.headers['x-amz-expiration'] !== undefined ? { ...options.headers, expiration: res.headers['x-amz-expiration'] } : options.headers,
         metadata: withoutCasketMeta(options.metadata),
         ...(options.writer !== undefined && { writer: options.writer }),
         ...(checksum && { checksum }),
