@@ -184,6 +184,8 @@ export interface VersionEntry {
   /** Absent for a delete marker. */
   info?: ObjectInfo;
   writer?: string;
+  /** The upstream's owner of the version (in front of an upstream, whose ACLs pass through). */
+  owner?: { ID: string; DisplayName: string };
 }
 
 export interface ListVersionsResult {
