@@ -23,6 +23,15 @@
  *   s3:GetObjectVersion, s3:DeleteObjectVersion,
  *   s3:GetObjectVersionAttributes (API_GetObject, API_DeleteObject
  *   "Permissions"; docs/design.md §10).
+ * - a write that asks for tags, a lock or an ACL with it (x-amz-tagging,
+ *   x-amz-object-lock-*, x-amz-acl / x-amz-grant-*) also needs the action
+ *   that sets them on their own: s3:PutObjectTagging, s3:PutObjectRetention,
+ *   s3:PutObjectLegalHold, s3:PutObjectAcl (API_PutObject "Permissions",
+ *   object-lock-managing.html); a CreateBucket with Object Lock needs
+ *   s3:PutBucketObjectLockConfiguration and s3:PutBucketVersioning, with an
+ *   ACL s3:PutBucketAcl, with x-amz-object-ownership
+ *   s3:PutBucketOwnershipControls (API_CreateBucket "Permissions"); a delete
+ *   that bypasses governance retention needs s3:BypassGovernanceRetention.
  * Known gaps: the s3:delimiter / s3:max-keys condition keys are not supplied.
  */
 import type { Access } from '../auth/policy.js';
@@ -43,10 +52,31 @@ const listingAs =
   (action: string) =>
   (r: ActionRequest): Access[] => [{ action, resource: bucketArn(r), context: { 's3:prefix': r.query.get('prefix') ?? '' } }];
 const listing = listingAs('s3:ListBucket');
+/** What a write's tagging, Object Lock and ACL headers need besides s3:PutObject (see the file comment). */
+function writeExtras(r: ActionRequest, tagging = r.headers['x-amz-tagging'] !== undefined): Access[] {
+  const h = r.headers;
+  const needs: string[] = [];
+  if (tagging) needs.push('s3:PutObjectTagging');
+  if (h['x-amz-object-lock-mode'] !== undefined || h['x-amz-object-lock-retain-until-date'] !== undefined) needs.push('s3:PutObjectRetention');
+  if (h['x-amz-object-lock-legal-hold'] !== undefined) needs.push('s3:PutObjectLegalHold');
+  if (h['x-amz-acl'] !== undefined || Object.keys(h).some((name) => name.startsWith('x-amz-grant-'))) needs.push('s3:PutObjectAcl');
+  return needs.map((action) => ({ action, resource: objectArn(r) }));
+}
+const createUpload = (r: ActionRequest): Access[] => [{ action: 's3:PutObject', resource: objectArn(r) }, ...writeExtras(r)];
+const createBucket = (r: ActionRequest): Access[] => {
+  const h = r.headers;
+  const needs = ['s3:CreateBucket'];
+  if (h['x-amz-bucket-object-lock-enabled']?.toLowerCase() === 'true') needs.push('s3:PutBucketObjectLockConfiguration', 's3:PutBucketVersioning');
+  if (h['x-amz-acl'] !== undefined || Object.keys(h).some((name) => name.startsWith('x-amz-grant-'))) needs.push('s3:PutBucketAcl');
+  if (h['x-amz-object-ownership'] !== undefined) needs.push('s3:PutBucketOwnershipControls');
+  return needs.map((action) => ({ action, resource: bucketArn(r) }));
+};
 const copy = (r: ActionRequest): Access[] => {
   const source = parseCopySource(r.headers);
+  const replacesTags = (r.headers['x-amz-tagging-directive'] ?? '').toUpperCase() === 'REPLACE' && r.headers['x-amz-tagging'] !== undefined;
   return [
     { action: 's3:PutObject', resource: objectArn(r) },
+    ...(r.operation === 'CopyObject' ? writeExtras(r, replacesTags) : []),
     { action: source.versionId !== undefined ? 's3:GetObjectVersion' : 's3:GetObject', resource: `${S3_ARN}${source.bucket}/${source.key}` },
   ];
 };
@@ -54,6 +84,12 @@ const copy = (r: ActionRequest): Access[] => {
 const put = (r: ActionRequest): Access[] => [
   { action: 's3:PutObject', resource: objectArn(r) },
   ...(r.headers['x-casket-merge'] !== undefined ? [{ action: 's3:GetObject', resource: objectArn(r) }] : []),
+  ...writeExtras(r),
+];
+/** DeleteObject; bypassing a governance-mode retention is an action of its own. */
+const deleteObject = (r: ActionRequest): Access[] => [
+  ...onObjectVersion('s3:DeleteObject', 's3:DeleteObjectVersion')(r),
+  ...(r.headers['x-amz-bypass-governance-retention']?.toLowerCase() === 'true' ? [{ action: 's3:BypassGovernanceRetention', resource: objectArn(r) }] : []),
 ];
 /** The action, or its version form when the request names a version. */
 const onObjectVersion = (action: string, versionAction: string) => (r: ActionRequest): Access[] => [{ action: r.query.has('versionId') ? versionAction : action, resource: objectArn(r) }];
@@ -104,14 +140,19 @@ function unmodeled(r: ActionRequest): Access[] {
   const method = r.method.toUpperCase() as keyof ByMethod;
   // A combination S3 has no action for: named after the method and the
   // sub-resource, which only `s3:*` (or a matching wildcard) allows.
-  const name = table[subresource]?.[method] ?? `${method === 'GET' ? 'Get' : 'Put'}${subresource.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase())}`;
-  return [{ action: `s3:${name}`, resource: onKey ? objectArn(r) : bucketArn(r) }];
+  let name = table[subresource]?.[method] ?? `${method === 'GET' ? 'Get' : 'Put'}${subresource.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase())}`;
+  // A version's tags have actions of their own (s3:GetObjectVersionTagging...).
+  if (onKey && subresource === 'tagging' && r.query.has('versionId')) name = name.replace(/^(Get|Put|Delete)Object/, '$1ObjectVersion');
+  const access: Access[] = [{ action: `s3:${name}`, resource: onKey ? objectArn(r) : bucketArn(r) }];
+  // A retention loosened in governance mode needs the bypass as well (object-lock-managing.html).
+  if (onKey && subresource === 'retention' && r.headers['x-amz-bypass-governance-retention']?.toLowerCase() === 'true') access.push({ action: 's3:BypassGovernanceRetention', resource: objectArn(r) });
+  return access;
 }
 
 const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   // ListBuckets filters what it shows by what the key may touch (buckets.ts).
   ListBuckets: () => [{ action: 's3:ListAllMyBuckets', resource: '*' }],
-  CreateBucket: onBucket('s3:CreateBucket'),
+  CreateBucket: createBucket,
   HeadBucket: onBucket('s3:ListBucket'),
   DeleteBucket: onBucket('s3:DeleteBucket'),
   GetBucketLocation: onBucket('s3:GetBucketLocation'),
@@ -142,10 +183,10 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   // The key is the form's (with ${filename} substituted), known once the fields before the file are read (handle.ts).
   PostObject: onObject('s3:PutObject'),
   CopyObject: copy,
-  DeleteObject: onObjectVersion('s3:DeleteObject', 's3:DeleteObjectVersion'),
-  GetObjectAcl: onObject('s3:GetObjectAcl'),
-  PutObjectAcl: onObject('s3:PutObjectAcl'),
-  CreateMultipartUpload: onObject('s3:PutObject'),
+  DeleteObject: deleteObject,
+  GetObjectAcl: onObjectVersion('s3:GetObjectAcl', 's3:GetObjectVersionAcl'),
+  PutObjectAcl: onObjectVersion('s3:PutObjectAcl', 's3:PutObjectVersionAcl'),
+  CreateMultipartUpload: createUpload,
   UploadPart: onObject('s3:PutObject'),
   UploadPartCopy: copy,
   CompleteMultipartUpload: onObject('s3:PutObject'),

@@ -21,6 +21,7 @@ import { payloadFactory, type RequestContext, type Services } from './context.js
 import { actualRequestHeaders, preflight } from './cors.js';
 import { detectOperation } from './detect.js';
 import { refuseEncryption } from './encryption.js';
+import { refuseObjectLock } from './passthrough.js';
 import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
@@ -176,8 +177,9 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     // Policies (docs/design.md §7): checked once here, before any handler asks for the body.
     const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
     for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key, query, headers })) access.authorize(needed);
-    // A form's encryption fields ask what PutObject's headers ask (encryption.ts).
+    // A form's encryption fields ask what PutObject's headers ask (encryption.ts); so do its lock fields.
     refuseEncryption(headers, req.secure === true, services.backend.forward !== undefined, operation === 'PostObject' ? 'PutObject' : operation);
+    refuseObjectLock(headers, services.backend.forward !== undefined);
     const ctx: RequestContext = {
       requestId,
       operation,

@@ -26,7 +26,7 @@ export interface PutVersion {
 
 export async function putVersion(ctx: RequestContext, services: Services, v: PutVersion): Promise<ObjectInfo> {
   const { bucket, key } = requireKey(ctx);
-  const headers = objectHeadersFrom(ctx.headers);
+  const headers = objectHeadersFrom(ctx.headers, services.backend.forward !== undefined);
   const metadata = metadataFrom(ctx.headers);
   const declared = v.declaredSha256;
   const length = v.contentLength;

@@ -48,7 +48,7 @@ async function requireUpload(ctx: RequestContext, backend: Parameters<Handler>[1
 export const CreateMultipartUpload: Handler = async (ctx, { backend }) => {
   const { bucket, key } = requireKey(ctx);
   const checksum = uploadChecksumFrom(ctx.headers);
-  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers), metadataFrom(ctx.headers), ctx.agent, checksum);
+  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers, backend.forward !== undefined), metadataFrom(ctx.headers), ctx.agent, checksum);
   return xmlResponse('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload.uploadId }, 200, { ...uploadChecksumHeaders(checksum), ...encryptionHeaders(encryptionFrom(ctx.headers)) });
 };
 

@@ -88,7 +88,7 @@ export const PutObject: Handler = async (ctx, services) => {
       ...(length !== undefined && { contentLength: length }),
       ...(checksum !== undefined && { declaredChecksum: checksum }),
     }, body, small);
-    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info), ...encryptionHeaders(info.headers) });
+    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info), ...encryptionHeaders(info.headers), ...(info.headers.expiration !== undefined && { 'x-amz-expiration': info.headers.expiration }) });
   };
   // A merge needs the base retained: with retention off, or a body larger than
   // any retained version (declared, or found as it arrives), the write is an
