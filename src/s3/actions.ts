@@ -26,7 +26,8 @@
  * - a write that asks for tags, a lock or an ACL with it (x-amz-tagging,
  *   x-amz-object-lock-*, x-amz-acl / x-amz-grant-*) also needs the action
  *   that sets them on their own: s3:PutObjectTagging, s3:PutObjectRetention,
- *   s3:PutObjectLegalHold, s3:PutObjectAcl (API_PutObject "Permissions",
+ *   s3:PutObjectLegalHold, s3:PutObjectAcl (API_PutObject "Permissions"; a
+ *   canned `private` ACL grants nothing and needs no ACL action,
  *   object-lock-managing.html); a CreateBucket with Object Lock needs
  *   s3:PutBucketObjectLockConfiguration and s3:PutBucketVersioning, with an
  *   ACL s3:PutBucketAcl, with x-amz-object-ownership
@@ -52,6 +53,17 @@ const listingAs =
   (action: string) =>
   (r: ActionRequest): Access[] => [{ action, resource: bucketArn(r), context: { 's3:prefix': r.query.get('prefix') ?? '' } }];
 const listing = listingAs('s3:ListBucket');
+/**
+ * An ACL that grants something: a grant header, or a canned ACL other than
+ * `private`. `private` is what an object or bucket has without any ACL, and
+ * what rclone sends on every upload by default (its `acl` option): asking for
+ * it grants no one anything, so it needs no ACL action — a key limited to
+ * s3:PutObject on its prefix still uploads with rclone (test/clients/restricted-keys).
+ */
+function grantsAcl(h: Record<string, string>): boolean {
+  const canned = h['x-amz-acl'];
+  return (canned !== undefined && canned.trim().toLowerCase() !== 'private') || Object.keys(h).some((name) => name.startsWith('x-amz-grant-'));
+}
 /** What a write's tagging, Object Lock and ACL headers need besides s3:PutObject (see the file comment). */
 function writeExtras(r: ActionRequest, tagging = r.headers['x-amz-tagging'] !== undefined): Access[] {
   const h = r.headers;
@@ -59,7 +71,7 @@ function writeExtras(r: ActionRequest, tagging = r.headers['x-amz-tagging'] !== 
   if (tagging) needs.push('s3:PutObjectTagging');
   if (h['x-amz-object-lock-mode'] !== undefined || h['x-amz-object-lock-retain-until-date'] !== undefined) needs.push('s3:PutObjectRetention');
   if (h['x-amz-object-lock-legal-hold'] !== undefined) needs.push('s3:PutObjectLegalHold');
-  if (h['x-amz-acl'] !== undefined || Object.keys(h).some((name) => name.startsWith('x-amz-grant-'))) needs.push('s3:PutObjectAcl');
+  if (grantsAcl(h)) needs.push('s3:PutObjectAcl');
   return needs.map((action) => ({ action, resource: objectArn(r) }));
 }
 const createUpload = (r: ActionRequest): Access[] => [{ action: 's3:PutObject', resource: objectArn(r) }, ...writeExtras(r)];
@@ -67,7 +79,7 @@ const createBucket = (r: ActionRequest): Access[] => {
   const h = r.headers;
   const needs = ['s3:CreateBucket'];
   if (h['x-amz-bucket-object-lock-enabled']?.toLowerCase() === 'true') needs.push('s3:PutBucketObjectLockConfiguration', 's3:PutBucketVersioning');
-  if (h['x-amz-acl'] !== undefined || Object.keys(h).some((name) => name.startsWith('x-amz-grant-'))) needs.push('s3:PutBucketAcl');
+  if (grantsAcl(h)) needs.push('s3:PutBucketAcl');
   if (h['x-amz-object-ownership'] !== undefined) needs.push('s3:PutBucketOwnershipControls');
   return needs.map((action) => ({ action, resource: bucketArn(r) }));
 };

@@ -40,8 +40,11 @@ describe('requiredAccess', () => {
       [['s3:PutObject', object], ['s3:PutObjectTagging', object], ['s3:PutObjectRetention', object], ['s3:PutObjectLegalHold', object], ['s3:PutObjectAcl', object]]],
     ['CreateMultipartUpload with a grant', req('CreateMultipartUpload', 'POST', 'b', 'k/x', 'uploads', { 'x-amz-grant-read': 'uri=x' }), [['s3:PutObject', object], ['s3:PutObjectAcl', object]]],
     ['CopyObject replacing tags', req('CopyObject', 'PUT', 'b', 'k/x', '', { 'x-amz-copy-source': 'src/a', 'x-amz-tagging-directive': 'REPLACE', 'x-amz-tagging': 'a=1' }), [['s3:PutObject', object], ['s3:PutObjectTagging', object], ['s3:GetObject', 'arn:aws:s3:::src/a']]],
-    ['CreateBucket with Object Lock and an ACL', req('CreateBucket', 'PUT', 'b', undefined, '', { 'x-amz-bucket-object-lock-enabled': 'true', 'x-amz-acl': 'private' }),
+    ['CreateBucket with Object Lock and an ACL', req('CreateBucket', 'PUT', 'b', undefined, '', { 'x-amz-bucket-object-lock-enabled': 'true', 'x-amz-acl': 'public-read' }),
       [['s3:CreateBucket', bucket], ['s3:PutBucketObjectLockConfiguration', bucket], ['s3:PutBucketVersioning', bucket], ['s3:PutBucketAcl', bucket]]],
+    // `private` grants nothing (and rclone sends it on every upload): no ACL action.
+    ['PutObject with the canned ACL private', req('PutObject', 'PUT', 'b', 'k/x', '', { 'x-amz-acl': 'private' }), [['s3:PutObject', object]]],
+    ['CreateBucket with the canned ACL private', req('CreateBucket', 'PUT', 'b', undefined, '', { 'x-amz-acl': 'private' }), [['s3:CreateBucket', bucket]]],
     ['DeleteObject bypassing governance retention', req('DeleteObject', 'DELETE', 'b', 'k/x', 'versionId=v1', { 'x-amz-bypass-governance-retention': 'true' }), [['s3:DeleteObjectVersion', object], ['s3:BypassGovernanceRetention', object]]],
     ['PutObjectTagging of a version', req('Unmodeled', 'PUT', 'b', 'k/x', 'tagging&versionId=v1'), [['s3:PutObjectVersionTagging', object]]],
     ['PutBucketPolicy', req('Unmodeled', 'PUT', 'b', undefined, 'policy'), [['s3:PutBucketPolicy', bucket]]],
