@@ -11,6 +11,7 @@ import { commit } from '../helpers/changeset.js';
 import { sdk } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { haveChromium, launch } from './browser.js';
+import { consoleLogin } from './login.js';
 
 describe.skipIf(!haveChromium())('console: a changeset in the write log', () => {
   let c: InProcessCasket;
@@ -19,8 +20,7 @@ describe.skipIf(!haveChromium())('console: a changeset in the write log', () => 
 
   beforeAll(async () => {
     c = await startInProcess();
-    const login = await fetch(`${c.url}/_casket/console/login`, { method: 'POST', redirect: 'manual', headers: { origin: c.url }, body: new URLSearchParams({ accessKeyId: c.admin.accessKeyId, secretAccessKey: c.admin.secretAccessKey }) });
-    cookie = (login.headers.get('set-cookie') ?? '').split(';')[0]!;
+    cookie = await consoleLogin(c.url, c.admin);
     browser = await launch();
   }, 60_000);
   afterAll(async () => {
