@@ -137,26 +137,18 @@ function receive(incoming: IncomingMessage, engine: ChangesetEngine, id: string,
     const fail = (e: unknown) => {
       failed ??= e;
     };
-    // A client that hangs up mid-body, or one the body timeout cut
-    // (body-timeout.ts answers 408 and closes the socket; the request then
-    // never closes of its own, its answer being sent): busboy never
-    // finishes, so end the parts being staged here, wait for their files to
-    // close, and refuse — the caller's finally then removes the staging.
-    const socket = incoming.socket;
-    let cutAlready = false;
-    const cutOff = () => {
-      if (incoming.readableEnded || cutAlready) return;
-      cutAlready = true;
+    // A client that hangs up mid-body, or one the body timeout cut (which
+    // ends the request, body-timeout.ts): busboy never finishes, so end the
+    // parts being staged here, wait for their files to close, and refuse —
+    // the caller's finally then removes the staging.
+    incoming.once('close', () => {
+      if (incoming.readableEnded) return;
       const cut = new S3Error('IncompleteBody');
       fail(cut);
       incoming.unpipe(parser);
       for (const stream of streaming) stream.destroy(cut);
       void Promise.allSettled(staged.values()).then(() => reject(cut));
-    };
-    incoming.once('close', cutOff);
-    socket.once('close', cutOff);
-    // A keep-alive socket outlives this request: let go of it once the body is in.
-    incoming.once('end', () => socket.off('close', cutOff));
+    });
     parser.on('field', (name, value) => {
       if (name !== 'manifest' || manifest !== undefined) return fail(bad(`Unexpected field "${name}": the body holds one "manifest" field, then file parts.`));
       try {
