@@ -15,6 +15,11 @@ export function mergeRead(previous: ReadStamp | undefined, read: ReadEvent, now:
   return { etag: read.etag, size: read.size, full, covered: full ? [[0, read.size]] : covered, at: now };
 }
 
+/** Whether this one read delivered the whole version: its stamp is then full whatever came before (mergeRead). */
+export function readsWhole(read: ReadEvent): boolean {
+  return read.size === 0 || (read.start <= 0 && read.end >= read.size);
+}
+
 export function fullStamp(etag: string, size: number, now: number): ReadStamp {
   return { etag, size, full: true, covered: [[0, size]], at: now };
 }

@@ -5,7 +5,7 @@
  * within the process. Pruning (TTL, entry cap) runs on open and once a minute.
  */
 import { openSqlite, type Database, type Statement } from '../sqlite.js';
-import { fullStamp, mergeRead } from './read-coverage.js';
+import { fullStamp, mergeRead, readsWhole } from './read-coverage.js';
 import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 const SCHEMA = `
@@ -212,6 +212,14 @@ export class SqliteStateStore implements StateStore {
   }
 
   async recordRead(agent: string, bucket: string, key: string, read: ReadEvent): Promise<ReadStamp> {
+    // A whole read replaces the stamp whatever it held: one statement, atomic
+    // on its own, rather than a transaction that reads first (a GET's
+    // transaction was a quarter of a small read's state-store time, --cpu-prof).
+    if (readsWhole(read)) {
+      const stamp = fullStamp(read.etag, read.size, Date.now());
+      this.put(agent, bucket, key, stamp);
+      return stamp;
+    }
     // IMMEDIATE: take the write lock before reading, so the merge is atomic even
     // if another process ever shares the file (a deferred lock could fail to upgrade).
     return this.db.transaction(() => {

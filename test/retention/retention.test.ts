@@ -137,6 +137,23 @@ describe('files retention', () => {
     expect(await again.get(v(blob(3)))).toEqual(blob(3));
     expect(readdirSync(dir).sort()).toEqual([2, 3, 4].map((n) => retainedName(v(blob(n)))).sort());
   });
+
+  it('keeps the touch order across a clean restart: a version read just before the stop is not the first evicted after it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'casket-retention-'));
+    dirs.push(dir);
+    const first = new FileRetention(dir, { maxBytes: 350, ttlMs: 60_000 });
+    for (const n of [1, 2, 3]) {
+      await first.keep(v(blob(n)), blob(n));
+      await clockPast(Date.now() + 20); // distinct mtimes
+    }
+    expect(await first.touch(v(blob(1)))).toBe(true); // 2 is now the oldest
+    await first.close();
+    const again = new FileRetention(dir, { maxBytes: 350, ttlMs: 60_000 });
+    await again.keep(v(blob(4)), blob(4));
+    expect(await again.get(v(blob(2)))).toBeUndefined();
+    expect(await again.get(v(blob(1)))).toEqual(blob(1));
+    await again.close();
+  });
 });
 
 describe.runIf(haveRedis)('redis retention shared by two replicas', () => {
