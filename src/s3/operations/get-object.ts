@@ -107,7 +107,10 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer, g
   const agent = ctx.agent;
   // Only agents' whole reads of small versions pay for the copy; nobody waits for the keeping.
   let kept: (() => Buffer | undefined) | undefined;
-  if (agent && retainer && !sel.range && retainer.eligible(info.etag, info.size)) {
+  // Never an SSE-C version (its answer names the customer key's algorithm): the
+  // copy would be kept unencrypted and served to callers without the key
+  // (onFinish runs after the request's key scope, backends/customer-key.ts).
+  if (agent && retainer && !sel.range && retainer.eligible(info.etag, info.size) && info.headers.sseCustomerAlgorithm === undefined) {
     if (Buffer.isBuffer(body)) {
       const whole = body;
       kept = () => whole;
