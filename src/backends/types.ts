@@ -160,6 +160,8 @@ export interface ObjectInfo {
   versionId?: string;
   /** Set on a version read by its id that is not the key's current one (a read stamp is only for the current version). */
   noncurrent?: boolean;
+  /** The upstream's owner of the object, as a listing names it (in front of an upstream, whose ACLs pass through). */
+  owner?: { ID: string; DisplayName: string };
 }
 
 /** A bucket's versioning state (API_PutBucketVersioning); undefined: never set. */
