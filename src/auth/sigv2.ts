@@ -170,7 +170,9 @@ function checkRequestTime(headers: Record<string, string>, now: Date): string {
   const amzDate = headers['x-amz-date'];
   const text = amzDate ?? headers['date'];
   const time = text === undefined ? NaN : Date.parse(text);
-  if (Number.isNaN(time)) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
+  // A date before the epoch is no valid date at all: AccessDenied, as S3 and
+  // Ceph RGW answer it (s3-tests test_*_bad_date_before_epoch_aws2), not a skew.
+  if (Number.isNaN(time) || time < 0) throw new S3Error('AccessDenied', 'AWS authentication requires a valid Date or x-amz-date header');
   if (Math.abs(now.getTime() - time) > MAX_SKEW_MS) {
     throw new S3Error('RequestTimeTooSkewed', { fields: { RequestTime: text!, ServerTime: now.toISOString(), MaxAllowedSkewMilliseconds: MAX_SKEW_MS } });
   }

@@ -36,6 +36,12 @@ export interface ObjectHeaders {
   sseKmsContext?: string;
   bucketKeyEnabled?: string;
   /**
+   * SSE-C as the upstream answers it: the algorithm and the key's MD5 (never
+   * the key, which travels only with its own request: backends/customer-key.ts).
+   */
+  sseCustomerAlgorithm?: string;
+  sseCustomerKeyMd5?: string;
+  /**
    * Object Lock as the upstream keeps it (issue 44): sent up with a write,
    * read back from its GET/HEAD answers. Only in front of an upstream; the
    * embedded store refuses these headers (src/s3/passthrough.ts).
@@ -81,6 +87,8 @@ export const ENCRYPTION_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeader
   ['sseKmsKeyId', 'x-amz-server-side-encryption-aws-kms-key-id'],
   ['sseKmsContext', 'x-amz-server-side-encryption-context'],
   ['bucketKeyEnabled', 'x-amz-server-side-encryption-bucket-key-enabled'],
+  ['sseCustomerAlgorithm', 'x-amz-server-side-encryption-customer-algorithm'],
+  ['sseCustomerKeyMd5', 'x-amz-server-side-encryption-customer-key-md5'],
 ];
 
 /**
@@ -152,6 +160,8 @@ export interface ObjectInfo {
   versionId?: string;
   /** Set on a version read by its id that is not the key's current one (a read stamp is only for the current version). */
   noncurrent?: boolean;
+  /** The upstream's owner of the object, as a listing names it (in front of an upstream, whose ACLs pass through). */
+  owner?: { ID: string; DisplayName: string };
 }
 
 /** A bucket's versioning state (API_PutBucketVersioning); undefined: never set. */
@@ -469,6 +479,12 @@ export interface Backend {
   createBucket(bucket: string, headers?: Record<string, string>): Promise<'created' | 'exists'>;
   /** Throws NoSuchBucket. */
   headBucket(bucket: string): Promise<BucketInfo>;
+  /**
+   * Why SSE-C requests cannot be honoured here, or undefined when they are
+   * (an upstream that encrypts with the caller's key and refuses reads without
+   * it). Absent: never (the embedded store does not encrypt).
+   */
+  customerKeysRefusal?(): Promise<string | undefined>;
   /** Throws NoSuchBucket, BucketNotEmpty (objects remain); aborts in-progress multipart uploads, as S3 does. */
   deleteBucket(bucket: string): Promise<void>;
 

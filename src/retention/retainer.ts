@@ -8,6 +8,7 @@
  * Every version is a version of one key (types.ts): kept and read back by
  * (bucket, key, ETag), so naming an ETag never reaches another key's bytes.
  */
+import { underCustomerKey } from '../backends/customer-key.js';
 import { isContentETag, retainedName, type Retention, type VersionOf } from './types.js';
 
 export type { VersionOf };
@@ -39,7 +40,7 @@ export class Retainer {
 
   /** Keeps `content` as version `v` in the background (its hash is checked by the store). */
   keep(v: VersionOf, content: Buffer | undefined): void {
-    if (!content || !this.eligible(v.etag, content.length)) return;
+    if (!content || !this.eligible(v.etag, content.length) || underCustomerKey()) return;
     const name = retainedName(v);
     const done: Promise<void> = this.kept(v, content).finally(() => {
       if (this.keeping.get(name) === done) this.keeping.delete(name);
@@ -49,7 +50,10 @@ export class Retainer {
 
   /** Keeps `content` as version `v`, resolving once it is kept (or could not be: never rejects). */
   async kept(v: VersionOf, content: Buffer | undefined): Promise<void> {
-    if (!content || !this.eligible(v.etag, content.length)) return;
+    // Bytes read or written under a customer key (SSE-C) are never kept: what
+    // is kept is served later, to callers without that key (diffs, merges,
+    // rollback) — and it would sit here unencrypted.
+    if (!content || !this.eligible(v.etag, content.length) || underCustomerKey()) return;
     // The error's message only: a Redis client's error carries the command it
     // failed on, whose arguments are the object's content.
     await this.store.keep(v, content).catch((err: unknown) => this.log.warn({ error: err instanceof Error ? err.message : String(err), bucket: v.bucket, key: v.key, etag: v.etag }, 'retention: version not kept'));

@@ -28,9 +28,11 @@ export interface AccessCheck {
   authorize(access: Access): void;
   /** ListBuckets: whether the credential may touch anything in this bucket. */
   bucketVisible(bucket: string): boolean;
+  /** Whether every policy allows the access, without refusing or reporting anything (what an answer may show). */
+  allows(access: Access): boolean;
 }
 
-export const UNRESTRICTED: AccessCheck = { authorize: () => {}, bucketVisible: () => true };
+export const UNRESTRICTED: AccessCheck = { authorize: () => {}, bucketVisible: () => true, allows: () => true };
 
 export function accessDenied(access: Access, reason: DenialReason, who: string): S3Error {
   const because = reason === 'explicit-deny' ? 'with an explicit deny in a policy' : 'because no policy allows the action';
@@ -50,5 +52,6 @@ export function accessFor(credential: Credential | undefined, report: (denial: D
       throw accessDenied(access, reason, who);
     },
     bucketVisible: (bucket) => policies.every((p) => touchesBucket(p, bucket)),
+    allows: (access) => evaluateAll(policies, access) === 'allow',
   };
 }

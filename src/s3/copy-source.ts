@@ -6,6 +6,7 @@
  * in the same single pass as any upload.
  */
 import { createPayload } from '../auth/payload.js';
+import { asCopySource } from '../backends/customer-key.js';
 import type { Backend, ByteRange, ObjectReader, Payload } from '../backends/types.js';
 import type { ChecksumAlgorithm } from '../vocabulary/checksums.js';
 import { S3Error } from '../vocabulary/errors.js';
@@ -41,7 +42,8 @@ export function parseCopySource(headers: Record<string, string>): { bucket: stri
 
 export async function openCopySource(backend: Backend, headers: Record<string, string>): Promise<CopySource> {
   const { bucket, key, versionId } = parseCopySource(headers);
-  const reader = await backend.getObject(bucket, key, versionId);
+  // Read with the copy-source key, if any: the request's own key is the destination's (API_CopyObject).
+  const reader = await asCopySource(() => backend.getObject(bucket, key, versionId));
   if (!reader) throw new S3Error('NoSuchKey', { fields: { Key: key } });
   try {
     checkCopySourceConditions(reader.info, headers);

@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Credential, CredentialLookup } from '../auth/credentials.js';
+import { withCustomerKeys } from '../backends/customer-key.js';
 import { missingSessionToken, sessionKeyWithoutToken, sessionRequest, withSession } from '../auth/sessions.js';
 import type { AuthResult } from '../auth/sigv4.js';
 import { verifySignature } from '../auth/verify.js';
@@ -20,7 +21,7 @@ import { resolveTarget } from './addressing.js';
 import { payloadFactory, type RequestContext, type Services } from './context.js';
 import { actualRequestHeaders, preflight } from './cors.js';
 import { detectOperation } from './detect.js';
-import { refuseEncryption } from './encryption.js';
+import { encryptionKeys } from './encryption.js';
 import { refuseObjectLock } from './passthrough.js';
 import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
@@ -178,7 +179,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
     for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key, query, headers })) access.authorize(needed);
     // A form's encryption fields ask what PutObject's headers ask (encryption.ts); so do its lock fields.
-    refuseEncryption(headers, req.secure === true, services.backend.forward !== undefined, operation === 'PostObject' ? 'PutObject' : operation);
+    const customerKeys = await encryptionKeys(headers, req.secure === true, services.backend, operation === 'PostObject' ? 'PutObject' : operation);
     refuseObjectLock(headers, services.backend.forward !== undefined);
     const ctx: RequestContext = {
       requestId,
@@ -197,7 +198,8 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
       payload,
       ...(postForm && { postForm }),
     };
-    outcome.response = await HANDLERS[operation](ctx, services);
+    // SSE-C keys go with this request's own upstream requests, and no other (backends/customer-key.ts).
+    outcome.response = customerKeys ? await withCustomerKeys(customerKeys, () => HANDLERS[operation](ctx, services)) : await HANDLERS[operation](ctx, services);
   } catch (e) {
     let err: S3Error;
     if (e instanceof Refusal) {

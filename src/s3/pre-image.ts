@@ -22,7 +22,8 @@ export async function keepPreImage(services: Services, bucket: string, key: stri
     // Already kept (or not keepable): the bytes are not read again.
     // Kept as a version of this key: rollback reads it back for this key only.
     const version = { bucket, key, etag: info.etag };
-    if (!preImages.eligible(info.etag, info.size) || (await preImages.touch(version))) {
+    // An SSE-C version is not kept unencrypted for anyone to restore (backends/customer-key.ts).
+    if (!preImages.eligible(info.etag, info.size) || info.headers.sseCustomerAlgorithm !== undefined || (await preImages.touch(version))) {
       reader.release?.();
       return;
     }

@@ -150,6 +150,14 @@ describe('verifySigV2: refusals and leniencies', () => {
     expectS3Error(() => verifySigV2(req, lookup, { now: NOW }), 'AccessDenied', /Date or x-amz-date/);
   });
 
+  it('a date before the epoch is no valid date: AccessDenied, not RequestTimeTooSkewed (as S3 and Ceph RGW, s3-tests *_bad_date_before_epoch_aws2)', () => {
+    const epochless = 'Tue, 07 Jul 1950 21:53:04 GMT';
+    expectS3Error(() => verifySigV2(headerRequest(`GET\n\n\n${epochless}\n/b/k`, { date: epochless }), lookup, { now: NOW }), 'AccessDenied', /Date or x-amz-date/);
+    // Before today but after the epoch stays a skew.
+    const old = 'Tue, 07 Jul 2010 21:53:04 GMT';
+    expectS3Error(() => verifySigV2(headerRequest(`GET\n\n\n${old}\n/b/k`, { date: old }), lookup, { now: NOW }), 'RequestTimeTooSkewed');
+  });
+
   it('x-amz-date with an empty Date position (the rule s3cmd follows)', () => {
     const req = headerRequest(`GET\n\n\n\nx-amz-date:${date}\n/b/k`, { 'x-amz-date': date });
     delete req.headers['date'];

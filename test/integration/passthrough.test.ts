@@ -11,7 +11,7 @@
  */
 import {
   CopyObjectCommand, CreateBucketCommand, DeleteBucketPolicyCommand, DeleteObjectCommand, DeleteObjectTaggingCommand, GetBucketLifecycleConfigurationCommand, GetBucketPolicyCommand,
-  GetObjectAclCommand, GetObjectCommand, GetObjectRetentionCommand, GetObjectTaggingCommand, HeadObjectCommand, ListObjectsV2Command, PutBucketLifecycleConfigurationCommand, PutBucketPolicyCommand,
+  GetObjectAclCommand, GetObjectCommand, GetObjectRetentionCommand, GetObjectTaggingCommand, HeadObjectCommand, ListObjectsCommand, ListObjectsV2Command, PutBucketLifecycleConfigurationCommand, PutBucketPolicyCommand,
   PutObjectAclCommand, PutObjectCommand, PutObjectTaggingCommand, S3Client,
 } from '@aws-sdk/client-s3';
 import { describe, expect, it } from 'vitest';
@@ -26,7 +26,9 @@ const AGENT_POLICY = {
   Version: '2012-10-17',
   Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:GetBucketPolicy', 's3:ListBucket'], Resource: [arn(bucket), arn(`${bucket}/*`)] }],
 };
-const t = casketWithBucket(bucket, { keys: { bot: { agent: 'bot', policy: AGENT_POLICY } } });
+/** May read objects and list in every passthrough bucket, and nothing of their locks (s3:GetObjectRetention, s3:GetObjectLegalHold). */
+const READER_POLICY = { Version: '2012-10-17', Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:ListBucket'], Resource: [arn('passthrough*')] }] };
+const t = casketWithBucket(bucket, { keys: { bot: { agent: 'bot', policy: AGENT_POLICY }, reader: { policy: READER_POLICY } } });
 const UPSTREAM = upstreamKindFromEnv();
 
 function direct(): S3Client {
@@ -78,6 +80,11 @@ describe('Object Lock', () => {
     expect(put.ETag).toBe(etagOf(body));
     const head = await t.s3.send(new HeadObjectCommand({ Bucket: locked, Key: 'record' }));
     expect([head.ObjectLockMode, head.ObjectLockRetainUntilDate?.toISOString(), head.ETag]).toEqual(['GOVERNANCE', until.toISOString(), etagOf(body)]);
+    // A key without s3:GetObjectRetention reads the object, not its lock (API_HeadObject: shown only with that permission).
+    const reader = sdk(t.casket.url, t.casket.keys.reader!);
+    for (const seen of [await reader.send(new HeadObjectCommand({ Bucket: locked, Key: 'record' })), await reader.send(new GetObjectCommand({ Bucket: locked, Key: 'record' }))]) {
+      expect([seen.ObjectLockMode, seen.ObjectLockRetainUntilDate, seen.ETag]).toEqual([undefined, undefined, etagOf(body)]);
+    }
     // moto 5.2 has no GetObjectRetention (it answers the object).
     if (UPSTREAM === 'rgw') expect((await t.s3.send(new GetObjectRetentionCommand({ Bucket: locked, Key: 'record' }))).Retention?.Mode).toBe('GOVERNANCE');
     // The lock is the upstream's: deleting the version without the bypass is refused there.
@@ -136,6 +143,20 @@ describe('ACLs', () => {
     await t.s3.send(new PutObjectAclCommand({ Bucket: bucket, Key: 'acl/public', ACL: 'private' }));
     const after = await t.s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'acl/public' }));
     expect(after.Grants?.some((g) => g.Grantee?.URI?.endsWith('/AllUsers'))).toBe(false);
+  });
+});
+
+describe('listing owners', () => {
+  it("ListObjects names each key's owner as GetObjectAcl does: the upstream's, whose ACLs pass through (s3-tests test_bucket_list_return_data)", async () => {
+    await t.s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'owned/one', Body: 'x' }));
+    const v1 = await t.s3.send(new ListObjectsCommand({ Bucket: bucket, Prefix: 'owned/' }));
+    const v2 = await t.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'owned/', FetchOwner: true }));
+    expect(v1.Contents?.[0]?.Owner).toEqual(v2.Contents?.[0]?.Owner);
+    if (!UPSTREAM) return void expect(v1.Contents?.[0]?.Owner?.ID).toBeDefined();
+    const acl = await t.s3.send(new GetObjectAclCommand({ Bucket: bucket, Key: 'owned/one' }));
+    expect(v1.Contents?.[0]?.Owner).toEqual({ ID: acl.Owner?.ID, DisplayName: acl.Owner?.DisplayName });
+    // Without fetch-owner a V2 listing names none, as S3.
+    expect((await t.s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: 'owned/' }))).Contents?.[0]?.Owner).toBeUndefined();
   });
 });
 

@@ -19,7 +19,7 @@
  * conservative answer (nothing enforced), and the backend then serializes
  * in-process, or refuses when replicas share the upstream.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { drain, readText, parseUpstreamXml, rootOf, type UpstreamClient, type UpstreamResponse } from './client.js';
 
 export type ETagForm = 'quoted' | 'unquoted';
@@ -35,6 +35,13 @@ export interface Capabilities {
   ifMatchComplete: boolean;
   /** If-None-Match: * on CompleteMultipartUpload. */
   ifNoneMatchComplete: boolean;
+  /**
+   * SSE-C honoured: a PutObject with a customer key is answered with the key's
+   * algorithm, and a GET of it without the key is refused (moto 5 stores the
+   * bytes in plaintext and serves them to anyone; Ceph RGW 16 refuses the key
+   * over plain HTTP unless rgw_crypt_require_ssl is false). Absent: unknown, not honoured.
+   */
+  customerKeys?: boolean;
 }
 
 export const NOTHING_ENFORCED: Capabilities = { ifMatchPut: false, ifNoneMatchPut: false, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false };
@@ -136,11 +143,29 @@ export async function probeCapabilities(client: UpstreamClient): Promise<ProbeRe
     }
     await put('a');
     caps.ifNoneMatchComplete = refused(await complete({ 'if-none-match': '*' }));
+    caps.customerKeys = await honoursCustomerKeys(client, bucket, `${key}-sse-c`);
     return { capabilities: caps, note: ownBucket ? `probed in scratch bucket ${bucket}` : `probed on scratch key ${key} in bucket ${bucket}` };
   } finally {
     const quietly = (req: Parameters<UpstreamClient['send']>[0]) => client.send(req).then(drain, () => {});
     for (const uploadId of uploads) await quietly({ method: 'DELETE', bucket, key, query: { uploadId } });
     await quietly({ method: 'DELETE', bucket, key });
+    await quietly({ method: 'DELETE', bucket, key: `${key}-sse-c` });
     if (ownBucket) await quietly({ method: 'DELETE', bucket });
   }
+}
+
+/** The SSE-C probe (Capabilities.customerKeys), with a throwaway key on a scratch key. */
+async function honoursCustomerKeys(client: UpstreamClient, bucket: string, key: string): Promise<boolean> {
+  const secret = randomBytes(32);
+  const headers = {
+    'x-amz-server-side-encryption-customer-algorithm': 'AES256',
+    'x-amz-server-side-encryption-customer-key': secret.toString('base64'),
+    'x-amz-server-side-encryption-customer-key-md5': createHash('md5').update(secret).digest('base64'),
+  };
+  const put = await client.send({ method: 'PUT', bucket, key, headers, body: { data: Buffer.from('sse-c') } });
+  await drain(put);
+  if (put.status >= 300 || put.headers['x-amz-server-side-encryption-customer-algorithm'] !== 'AES256') return false;
+  const keyless = await client.send({ method: 'GET', bucket, key });
+  await drain(keyless);
+  return keyless.status >= 400;
 }

@@ -40,6 +40,7 @@ import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type 
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import { S3Error, S3_ERRORS, type S3ErrorCode } from '../../vocabulary/errors.js';
+import { customerKeyHeaders } from '../customer-key.js';
 import { UpstreamSigner } from './signer.js';
 
 export interface UpstreamClientOptions {
@@ -89,6 +90,17 @@ export interface UpstreamResponse {
   body: IncomingMessage;
 }
 
+/**
+ * The object requests that take an SSE-C key (API_GetObject, HeadObject,
+ * PutObject, CreateMultipartUpload, UploadPart, CompleteMultipartUpload,
+ * GetObjectAttributes): on the object itself, a part or a version of it —
+ * never a delete, a listing or a subresource such as ?tagging or ?acl.
+ */
+const KEYED_QUERY = new Set(['partNumber', 'uploadId', 'uploads', 'versionId', 'attributes']);
+function carriesObjectKey(req: UpstreamRequest): boolean {
+  return req.key !== undefined && req.method !== 'DELETE' && Object.keys(req.query ?? {}).every((name) => KEYED_QUERY.has(name));
+}
+
 const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 const UNSIGNED_PAYLOAD = 'UNSIGNED-PAYLOAD';
 
@@ -129,6 +141,9 @@ export function unreachable(error: Error & { code?: string }): S3Error {
   (unavailable as Error).cause = error;
   return unavailable;
 }
+
+/** AWS's answer to a read of an SSE-C object without the right key (ServerSideEncryptionCustomerKeys.html). */
+export const SSE_C_KEY_NEEDED = 'The object was stored using a form of Server Side Encryption. The correct parameters must be provided to retrieve the object.';
 
 /** Upstream error codes that are casket's fault, not the client's. */
 const CASKET_FAULT = new Set(['SignatureDoesNotMatch', 'InvalidAccessKeyId', 'AuthorizationHeaderMalformed', 'RequestTimeTooSkewed', 'XAmzContentSHA256Mismatch', 'InvalidDigest', 'BadDigest', 'MissingContentLength', 'IncompleteBody', 'ExpiredToken']);
@@ -172,6 +187,8 @@ export class UpstreamClient {
     const length = body === undefined ? 0 : 'data' in body ? body.data.length : body.size;
     const headers: Record<string, string> = {
       ...req.headers,
+      // The caller's SSE-C key, on the object requests made while serving it (customer-key.ts).
+      ...(carriesObjectKey(req) && customerKeyHeaders()),
       host: this.base.host,
       'x-amz-content-sha256': sha256,
     };
@@ -388,6 +405,10 @@ function mapError(status: number, fields: Record<string, unknown>, req: Upstream
   // a retried CompleteMultipartUpload must see NoSuchUpload to find its result.
   if (status === 404 && req.query?.uploadId !== undefined && code !== 'NoSuchBucket') return new S3Error('NoSuchUpload', { fields: extra });
   if (code !== undefined && code in S3_ERRORS) return new S3Error(code as S3ErrorCode, { ...(message !== undefined && { message }), fields: extra });
+  // A HEAD has no body to say why. An object HEAD refused 400 is, on S3 and
+  // Ceph RGW, an SSE-C object read without its key (or with another key):
+  // said in AWS's words for the GET, rather than "upstream answered 400".
+  if (status === 400 && req.method === 'HEAD' && req.key !== undefined) return new S3Error('InvalidRequest', SSE_C_KEY_NEEDED);
   if (status === 404) {
     if (req.key !== undefined && req.method === 'HEAD') return new S3Error('NoSuchKey');
     return new S3Error(req.key !== undefined ? 'NoSuchKey' : 'NoSuchBucket');

@@ -65,6 +65,12 @@ import { Versions } from './versions.js';
 import { VersionReads } from './version-reads.js';
 import { BucketVersioning } from './bucket-versioning.js';
 import { NOTHING_ENFORCED } from './capabilities.js';
+import { bindToCustomerKeys, outsideCustomerKeys } from '../customer-key.js';
+
+/** The upstream is on this machine: what goes to it never crosses a network. */
+function isLoopback(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
 
 export { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
 export { forwardUpstream };
@@ -138,7 +144,7 @@ export class S3Backend implements Backend {
 
   /** What the upstream enforces: probed once (retried after a failure). */
   capabilities(): Promise<Capabilities> {
-    this.probe ??= probeCapabilities(this.client).then(
+    this.probe ??= outsideCustomerKeys(() => probeCapabilities(this.client)).then(
       (result) => {
         this.options.onProbe?.(result);
         return result.capabilities;
@@ -185,8 +191,19 @@ export class S3Backend implements Backend {
   }
 
   async getObject(bucket: string, key: string, versionId?: string): Promise<ObjectReader | null> {
-    if (await this.byVersion(bucket, versionId)) return this.versionReads.get(bucket, key, versionId!);
-    return this.objects.getObject(bucket, key);
+    const reader = (await this.byVersion(bucket, versionId)) ? await this.versionReads.get(bucket, key, versionId!) : await this.objects.getObject(bucket, key);
+    // A later open() (a range, a second read) reads with the key this read was made with: a copy's source key, not its destination's.
+    return reader && { ...reader, open: bindToCustomerKeys(reader.open) };
+  }
+
+  /** Why SSE-C requests cannot be honoured in front of this upstream, or undefined when they can (src/s3/encryption.ts). */
+  async customerKeysRefusal(): Promise<string | undefined> {
+    const { hostname, protocol } = new URL(this.options.url);
+    // The key must not cross the network in the clear on casket's side either (AWS refuses SSE-C over plain HTTP).
+    if (protocol !== 'https:' && !isLoopback(hostname)) return `the upstream is reached over plain HTTP (${this.options.url}) and the key would cross the network in the clear`;
+    const caps = await this.capabilities().catch(() => undefined);
+    if (caps?.customerKeys !== true) return 'the upstream does not honour customer-provided keys: it stores the object without encrypting it, or refuses the key over plain HTTP';
+    return undefined;
   }
 
   /**

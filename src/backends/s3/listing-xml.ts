@@ -2,7 +2,7 @@
  * The upstream's ListObjectsV2 answer (ListBucketResult,
  * https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html)
  * read by scanning for the few elements casket uses — each <Contents>'
- * Key, ETag, Size and LastModified, each <CommonPrefixes>' Prefix, and
+ * Key, ETag, Size, LastModified and Owner, each <CommonPrefixes>' Prefix, and
  * IsTruncated — instead of building a document: fast-xml-parser spent
  * ~22 ms of CPU (and most of the garbage collector's time) on one page of
  * 1,000 keys from Ceph RGW (--cpu-prof), three quarters of casket's whole
@@ -18,6 +18,8 @@ export interface ListedObject {
   ETag?: string;
   Size?: string;
   LastModified?: string;
+  /** With fetch-owner=true: the upstream's owner, as its GetObjectAcl answers it. */
+  Owner?: { ID?: string; DisplayName?: string };
 }
 
 export interface UpstreamListing {
@@ -73,7 +75,7 @@ function blocks(text: string, name: string): string[] | undefined {
 export function scanListing(text: string): UpstreamListing | undefined {
   if (!/<ListBucketResult[\s>]/.test(text) || text.includes('<Error>') || text.includes('<![CDATA[')) return undefined;
   // Attributes or prefixes on an element read here: not the plain form.
-  if (/<\/?[A-Za-z0-9_-]+:(?:Contents|Key|ETag|Size|LastModified|CommonPrefixes|Prefix|IsTruncated)[\s>]|<(?:Contents|Key|ETag|Size|LastModified|CommonPrefixes|Prefix|IsTruncated)\s[^>]*>/.test(text)) return undefined;
+  if (/<\/?[A-Za-z0-9_-]+:(?:Contents|Key|ETag|Size|LastModified|Owner|ID|DisplayName|CommonPrefixes|Prefix|IsTruncated)[\s>]|<(?:Contents|Key|ETag|Size|LastModified|Owner|ID|DisplayName|CommonPrefixes|Prefix|IsTruncated)\s[^>]*>/.test(text)) return undefined;
   const contents = blocks(text, 'Contents');
   const prefixes = blocks(text, 'CommonPrefixes');
   if (!contents || !prefixes) return undefined;
@@ -84,6 +86,14 @@ export function scanListing(text: string): UpstreamListing | undefined {
       const value = element(block, name);
       if (value === undefined) return undefined;
       if (value !== null) o[name] = value;
+    }
+    const owner = blocks(block, 'Owner');
+    if (owner === undefined) return undefined;
+    if (owner[0] !== undefined) {
+      const id = element(owner[0], 'ID');
+      const name = element(owner[0], 'DisplayName');
+      if (id === undefined || name === undefined) return undefined;
+      o.Owner = { ...(id !== null && { ID: id }), ...(name !== null && { DisplayName: name }) };
     }
     listing.Contents.push(o);
   }

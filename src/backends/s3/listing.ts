@@ -11,12 +11,13 @@ import type { ListObjectsParams, ListObjectsResult, ObjectInfo } from '../types.
 import { headBucket } from './buckets.js';
 import { unquote } from './capabilities.js';
 import { documentOf, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
-import { scanListing, type UpstreamListing } from './listing-xml.js';
+import { scanListing, type ListedObject, type UpstreamListing } from './listing-xml.js';
 import type { ETagResolver } from './etags.js';
 import type { Versions } from './versions.js';
 
 export async function listObjects(client: UpstreamClient, etags: ETagResolver, versions: Versions, bucket: string, params: ListObjectsParams): Promise<ListObjectsResult> {
-  const query: Record<string, string> = { 'list-type': '2', prefix: params.prefix, 'max-keys': String(params.maxKeys) };
+  // fetch-owner: each key's owner is the upstream's, as its forwarded GetObjectAcl answers it (s3-tests test_bucket_list_return_data).
+  const query: Record<string, string> = { 'list-type': '2', prefix: params.prefix, 'max-keys': String(params.maxKeys), 'fetch-owner': 'true' };
   if (params.delimiter !== undefined && params.delimiter !== '') query.delimiter = params.delimiter;
   const after = startAfter(params);
   if (after !== undefined) query['start-after'] = after;
@@ -35,18 +36,22 @@ export async function listObjects(client: UpstreamClient, etags: ETagResolver, v
     const known = indexed[i];
     if (!known) return undefined;
     const lastModified = c.LastModified ? new Date(c.LastModified) : new Date(0);
-    return { bucket, key: c.Key!, etag: known.etag, size: Number(c.Size ?? 0), lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }), ...(known.checksum && { checksum: known.checksum }) };
+    return { bucket, key: c.Key!, etag: known.etag, size: Number(c.Size ?? 0), lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }), ...(known.checksum && { checksum: known.checksum }), ...ownerOf(c) };
   });
   // Not indexed (written around casket, or by another replica): HEAD, then
   // compute if need be, a few at a time; undefined: deleted since the listing.
   const missing = contents.flatMap((c, i) => (indexed[i] ? [] : [i]));
   const found = await mapLimit(missing, 8, async (i) => (await versions.current(bucket, contents[i]!.Key!))?.info);
-  for (const [j, i] of missing.entries()) objects[i] = found[j];
+  for (const [j, i] of missing.entries()) objects[i] = found[j] && { ...found[j]!, ...ownerOf(contents[i]!) };
   const commonPrefixes = (result.CommonPrefixes ?? []).map((p) => p.Prefix).filter((p): p is string => typeof p === 'string');
   const kept = objects.filter((o): o is ObjectInfo => o !== undefined);
   const isTruncated = result.IsTruncated === 'true';
   const last = [...kept.map((o) => o.key), ...commonPrefixes].sort(compareKeys).at(-1);
   return { objects: kept, commonPrefixes, isTruncated, ...(last !== undefined && { nextAfter: last }) };
+}
+
+function ownerOf(c: ListedObject): Pick<ObjectInfo, 'owner'> {
+  return typeof c.Owner?.ID === 'string' ? { owner: { ID: c.Owner.ID, DisplayName: typeof c.Owner.DisplayName === 'string' ? c.Owner.DisplayName : '' } } : {};
 }
 
 /**

@@ -201,7 +201,7 @@ export class Objects {
         // than what was sent must not be shown under this SHA-256. (Not
         // checked where the upstream's ETag is no MD5: SSE-KMS, SSE-C — whose
         // ETag is 32 hex digits all the same, https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html.)
-        const md5ETag = !(res.headers['x-amz-server-side-encryption'] ?? '').startsWith('aws:kms');
+        const md5ETag = !(res.headers['x-amz-server-side-encryption'] ?? '').startsWith('aws:kms') && res.headers['x-amz-server-side-encryption-customer-algorithm'] === undefined;
         if (md5ETag && /^[0-9a-f]{32}$/i.test(upstreamETag) && upstreamETag.toLowerCase() !== sent.md5) {
           this.versions.unseen(bucket, key);
           throw new S3Error('InternalError', `The upstream stored other bytes than casket sent (ETag ${upstreamETag}, sent MD5 ${sent.md5}); its ETag will be computed from what it holds.`);

@@ -17,6 +17,7 @@ import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext, Services } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumHeaders, checksumModeEnabled, partChecksumHeader } from '../checksum-headers.js';
+import { objectResource } from '../actions.js';
 import { objectResponseHeaders } from '../object-headers.js';
 import { parseRange } from '../range.js';
 import { checkReadConditions } from '../read-conditions.js';
@@ -56,6 +57,14 @@ function select(ctx: RequestContext, info: ObjectInfo): Selection {
 
 function headers(ctx: RequestContext, info: ObjectInfo, sel: Selection): { status: number; headers: Record<string, string> } {
   const h = objectResponseHeaders(info, ctx.etagSuffix, ctx.query);
+  // The lock is shown only to who may read it: mode and date with
+  // s3:GetObjectRetention, the legal hold with s3:GetObjectLegalHold (API_HeadObject).
+  const resource = objectResource(info.bucket, info.key);
+  if (!ctx.access.allows({ action: 's3:GetObjectRetention', resource })) {
+    delete h['x-amz-object-lock-mode'];
+    delete h['x-amz-object-lock-retain-until-date'];
+  }
+  if (!ctx.access.allows({ action: 's3:GetObjectLegalHold', resource })) delete h['x-amz-object-lock-legal-hold'];
   if (sel.partsCount !== undefined) h['x-amz-mp-parts-count'] = String(sel.partsCount);
   // The object's checksum describes the whole object only; a part has its own; a range has none.
   const checksums = checksumModeEnabled(ctx.headers);
@@ -107,7 +116,10 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer, g
   const agent = ctx.agent;
   // Only agents' whole reads of small versions pay for the copy; nobody waits for the keeping.
   let kept: (() => Buffer | undefined) | undefined;
-  if (agent && retainer && !sel.range && retainer.eligible(info.etag, info.size)) {
+  // Never an SSE-C version (its answer names the customer key's algorithm): the
+  // copy would be kept unencrypted and served to callers without the key
+  // (onFinish runs after the request's key scope, backends/customer-key.ts).
+  if (agent && retainer && !sel.range && retainer.eligible(info.etag, info.size) && info.headers.sseCustomerAlgorithm === undefined) {
     if (Buffer.isBuffer(body)) {
       const whole = body;
       kept = () => whole;

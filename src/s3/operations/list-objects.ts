@@ -47,7 +47,8 @@ function contents(objects: ObjectInfo[], ctx: RequestContext, enc: (s: string) =
     ETag: formatETag(o.etag, ctx.etagSuffix),
     ...(o.checksum && { ChecksumAlgorithm: DISPLAY_NAMES[o.checksum.algorithm], ChecksumType: o.checksum.type }),
     Size: o.size,
-    ...(owner && { Owner: OWNER }),
+    // In front of an upstream, its owner of the key, as its GetObjectAcl (forwarded) names it.
+    ...(owner && { Owner: o.owner ?? OWNER }),
     StorageClass: 'STANDARD',
   }));
 }

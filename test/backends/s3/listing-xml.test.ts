@@ -1,7 +1,7 @@
 /**
  * The scanned ListObjectsV2 answer (src/backends/s3/listing-xml.ts) must read
  * exactly what the full XML parser reads from the documents upstreams send —
- * keys with escaped and non-ASCII characters, common prefixes, truncation —
+ * keys with escaped and non-ASCII characters, owners, common prefixes, truncation —
  * and give up (undefined: parsed in full) on anything else.
  */
 import { describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ const entry = (key: string, etag = '&quot;d41d8cd98f00b204e9800998ecf8427e&quot;
 /** What the full parser reads of the fields casket uses. */
 function full(text: string): UpstreamListing {
   const r = rootOf<UpstreamListing>(parseUpstreamXml(text));
-  const contents = (r.Contents ?? []).map(({ Key, ETag, Size, LastModified }) => ({ Key, ETag, Size, LastModified }));
+  const contents = (r.Contents ?? []).map(({ Key, ETag, Size, LastModified, Owner }) => ({ Key, ETag, Size, LastModified, ...(Owner && { Owner }) }));
   return { Contents: contents, CommonPrefixes: r.CommonPrefixes ?? [], ...(r.IsTruncated !== undefined && { IsTruncated: r.IsTruncated }) };
 }
 
@@ -26,6 +26,7 @@ describe('scanListing', () => {
     expect(scanned).toEqual(full(text));
     expect(scanned!.Contents.map((c) => c.Key)).toEqual(['p/a&b <c> "d" \'e\'', 'p/ünï cødé ☃ 𝄞', 'p/x']);
     expect(scanned!.Contents[2]!.ETag).toBe('"0123-2"');
+    expect(scanned!.Contents[0]!.Owner).toEqual({ ID: 'test', DisplayName: 't' });
     expect(scanned!.IsTruncated).toBe('true');
     expect(scanned!.CommonPrefixes).toEqual([{ Prefix: 'p/dir/' }, { Prefix: 'p/d&r/' }]);
   });

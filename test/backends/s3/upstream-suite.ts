@@ -25,11 +25,13 @@ import { startUpstream, upstreamKindFromEnv, type Upstream, type UpstreamKind } 
  * Conditional writes each upstream enforces, measured on these machines
  * (src/backends/s3/capabilities.ts): moto 5 ignores If-Match on
  * CompleteMultipartUpload; Ceph RGW 16 matches If-Match on PUT only unquoted
- * and ignores If-Match on DELETE and every condition on Complete.
+ * and ignores If-Match on DELETE and every condition on Complete. SSE-C:
+ * moto 5 stores the bytes in plaintext and serves them without the key; RGW
+ * (scripts/ceph-rgw-up.sh: rgw crypt require ssl = false) encrypts and refuses.
  */
 export const MEASURED: Record<UpstreamKind, Capabilities> = {
-  moto: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true },
-  rgw: { ifMatchPut: 'unquoted', ifNoneMatchPut: true, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false },
+  moto: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true, customerKeys: false },
+  rgw: { ifMatchPut: 'unquoted', ifNoneMatchPut: true, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false, customerKeys: true },
 };
 
 export interface UpstreamSuite {
