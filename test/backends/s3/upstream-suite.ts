@@ -25,11 +25,14 @@ import { startUpstream, upstreamKindFromEnv, type Upstream, type UpstreamKind } 
  * Conditional writes each upstream enforces, measured on these machines
  * (src/backends/s3/capabilities.ts): moto 5 ignores If-Match on
  * CompleteMultipartUpload; Ceph RGW 16 matches If-Match on PUT only unquoted
- * and ignores If-Match on DELETE and every condition on Complete.
+ * and ignores If-Match on DELETE and every condition on Complete. Neither
+ * enforces a condition on CopyObject (x-amz-copy-source-if-match, If-Match,
+ * If-None-Match: * — each answered 200 with the destination replaced; RGW
+ * pins the source only under its own name x-amz-copy-if-match).
  */
 export const MEASURED: Record<UpstreamKind, Capabilities> = {
-  moto: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true },
-  rgw: { ifMatchPut: 'unquoted', ifNoneMatchPut: true, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false },
+  moto: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true, copySourceIfMatch: false, ifMatchCopy: false, ifNoneMatchCopy: false },
+  rgw: { ifMatchPut: 'unquoted', ifNoneMatchPut: true, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false, copySourceIfMatch: false, ifMatchCopy: false, ifNoneMatchCopy: false },
 };
 
 export interface UpstreamSuite {
