@@ -309,6 +309,21 @@ export interface PutObjectOptions extends WriteOptions {
   declaredChecksum?: PartChecksum;
 }
 
+/** A CopyObject the upstream makes itself (Backend.copyObject): what the destination gets besides the source's bytes. */
+export interface CopyObjectOptions extends WriteOptions {
+  headers: ObjectHeaders;
+  metadata: Record<string, string>;
+  /** The source's full-object checksum, which is the copy's (the copy keeps its algorithm). */
+  checksum?: ObjectChecksum;
+}
+
+/** The copy source as read before the copy: its casket ETag is what the upstream must still hold. */
+export interface CopyObjectSource {
+  bucket: string;
+  key: string;
+  info: ObjectInfo;
+}
+
 /**
  * What UploadPart knows of a part before its body (an upstream backend may
  * stream the part through instead of receiving it first; the embedded store
@@ -418,6 +433,17 @@ export interface ListUploadsResult {
   nextUploadIdMarker?: string;
 }
 
+/**
+ * The copy source is no longer the version Backend.copyObject was given: the
+ * caller copies again from what is current now (nothing was written).
+ */
+export class CopySourceChanged extends Error {
+  constructor() {
+    super('the copy source changed before the upstream copied it');
+    this.name = 'CopySourceChanged';
+  }
+}
+
 /** Thrown by a write whose CommitCondition does not hold at commit time. */
 export class ConditionFailed extends Error {
   constructor(
@@ -494,6 +520,20 @@ export interface Backend {
   listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult>;
   listMultipartUploads(bucket: string, params: ListUploadsParams): Promise<ListUploadsResult>;
 
+  /**
+   * Upstream backends: whether a CopyObject into this bucket can be ONE
+   * upstream CopyObject — the upstream pins the source
+   * (x-amz-copy-source-if-match) and, when the write is `conditioned`,
+   * enforces If-Match and If-None-Match: * on the destination
+   * (capabilities.ts). Otherwise the caller copies the bytes (GET + guarded PUT).
+   */
+  copiesInOneRequest?(bucket: string, conditioned: boolean): Promise<boolean>;
+  /**
+   * The upstream copies `source` (the version `source.info` describes, or
+   * CopySourceChanged) to the key, under `options.condition`; the
+   * destination's ETag is the source's.
+   */
+  copyObject?(source: CopyObjectSource, bucket: string, key: string, options: CopyObjectOptions): Promise<ObjectInfo>;
   /**
    * Upstream backends: sends an operation casket does not model upstream and
    * streams the answer back. Absent on the embedded store (501 NotImplemented).
