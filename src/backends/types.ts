@@ -17,6 +17,7 @@ import type { CorsRule } from '../vocabulary/cors.js';
 import type { LifecycleRule } from '../vocabulary/lifecycle.js';
 import type { Readable } from 'node:stream';
 import type { ChecksumAlgorithm, ChecksumType } from '../vocabulary/checksums.js';
+import type { IndexEntry } from '../state/types.js';
 
 /** Standard representation headers stored with an object and returned on GET/HEAD. */
 export interface ObjectHeaders {
@@ -258,6 +259,12 @@ export interface WriteOptions {
   condition: CommitCondition;
   /** Agent to record as the writer of the new version. */
   writer?: string;
+  /**
+   * Where an upstream backend puts the ETag-index entries of this write
+   * instead of writing them to the state store itself: the caller records
+   * them with the write, in one round trip (StateStore.recordCommittedWrite).
+   */
+  index?: IndexEntry[];
 }
 
 export interface DeleteOptions extends WriteOptions {

@@ -73,7 +73,7 @@ export async function copyObject(client: UpstreamClient, etags: ETagResolver, ve
     };
     if (upstreamETag !== '') {
       // As PutObject (objects.ts): the index entry may be lost, never the answer.
-      await etags.remember(bucket, key, upstreamETag, etag, undefined, options.checksum && { checksum: options.checksum }).catch(() => {});
+      await etags.remember(bucket, key, upstreamETag, etag, undefined, options.checksum && { checksum: options.checksum }, options.index).catch(() => {});
       versions.seen(bucket, key, { info, upstreamETag });
     } else versions.unseen(bucket, key);
     return info;

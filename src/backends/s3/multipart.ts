@@ -222,7 +222,7 @@ export class Multipart {
       if (etag !== null && upstreamETag !== '') {
         // Completed upstream: an index the state store cannot take now is
         // re-derived on the next read; the answer must say it completed.
-        await this.etags.remember(bucket, key, upstreamETag, etag, sizes, indexedChecksum).catch(() => {});
+        await this.etags.remember(bucket, key, upstreamETag, etag, sizes, indexedChecksum, options.index).catch(() => {});
         return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes, ...indexedChecksum } satisfies ObjectInfo;
       }
       // No ETag in the answer (RGW 16), or a part uploaded around casket: read it back (index, else computed).
