@@ -20,6 +20,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, failure, sdk } from '../helpers/clients.js';
+import { introspect } from '../helpers/agents.js';
 import { checkChain, type AckedWrite } from '../helpers/history.js';
 import { until } from '../helpers/poll.js';
 import { startMoto, startUpstream, upstreamKindFromEnv, type Upstream } from '../helpers/upstream.js';
@@ -130,8 +131,14 @@ describe('in front of moto enforcing CopyObject conditions as AWS does', () => {
     const head = await t.admin.send(new HeadObjectCommand({ Bucket: 'copies', Key: 'a-dst' }));
     t.admin.middlewareStack.remove('writerHeader');
     expect({ etag: head.ETag, writer: writer.name }).toEqual({ etag: quoted('agent source'), writer: 'ada' });
+    // The write log has the copy as the agent's, from the version it replaced (the refused attempts wrote nothing).
+    const log = await introspect(t.casket.url, t.casket.admin, '/_casket/writes?bucket=copies&key=a-dst');
+    expect(log.body.writes.map((w: { operation: string; agent?: string; previousETag?: string; newETag?: string }) => [w.operation, w.agent, w.previousETag, w.newETag])).toEqual([
+      ['CopyObject', 'ada', quoted('before'), quoted('agent source')],
+      ['PutObject', undefined, undefined, quoted('before')],
+    ]);
     // If-None-Match: * onto an existing key: refused, nothing copied.
-    const exists = await failure(t.agent.send(new CopyObjectCommand({ Bucket: 'copies', Key: 'a-dst', CopySource: 'copies/src', IfNoneMatch: '*' })));
+    const exists = await failure(t.agent.send(new CopyObjectCommand({ Bucket: 'copies', Key: 'a-dst', CopySource: 'copies/a-src', IfNoneMatch: '*' })));
     expect(exists.status).toBe(412);
     expect((await t.admin.send(new HeadObjectCommand({ Bucket: 'copies', Key: 'a-dst' }))).ETag).toBe(quoted('agent source'));
   });
