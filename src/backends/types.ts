@@ -17,6 +17,7 @@ import type { CorsRule } from '../vocabulary/cors.js';
 import type { LifecycleRule } from '../vocabulary/lifecycle.js';
 import type { Readable } from 'node:stream';
 import type { ChecksumAlgorithm, ChecksumType } from '../vocabulary/checksums.js';
+import type { IndexEntry } from '../state/types.js';
 
 /** Standard representation headers stored with an object and returned on GET/HEAD. */
 export interface ObjectHeaders {
@@ -268,6 +269,12 @@ export interface WriteOptions {
   condition: CommitCondition;
   /** Agent to record as the writer of the new version. */
   writer?: string;
+  /**
+   * Where an upstream backend puts the ETag-index entries of this write
+   * instead of writing them to the state store itself: the caller records
+   * them with the write, in one round trip (StateStore.recordCommittedWrite).
+   */
+  index?: IndexEntry[];
 }
 
 export interface DeleteOptions extends WriteOptions {
@@ -317,6 +324,21 @@ export interface PutObjectOptions extends WriteOptions {
   contentLength?: number;
   /** The x-amz-checksum-* header the request carried (the payload verifies it): known before the body. */
   declaredChecksum?: PartChecksum;
+}
+
+/** A CopyObject the upstream makes itself (Backend.copyObject): what the destination gets besides the source's bytes. */
+export interface CopyObjectOptions extends WriteOptions {
+  headers: ObjectHeaders;
+  metadata: Record<string, string>;
+  /** The source's full-object checksum, which is the copy's (the copy keeps its algorithm). */
+  checksum?: ObjectChecksum;
+}
+
+/** The copy source as read before the copy: its casket ETag is what the upstream must still hold. */
+export interface CopyObjectSource {
+  bucket: string;
+  key: string;
+  info: ObjectInfo;
 }
 
 /**
@@ -428,6 +450,17 @@ export interface ListUploadsResult {
   nextUploadIdMarker?: string;
 }
 
+/**
+ * The copy source is no longer the version Backend.copyObject was given: the
+ * caller copies again from what is current now (nothing was written).
+ */
+export class CopySourceChanged extends Error {
+  constructor() {
+    super('the copy source changed before the upstream copied it');
+    this.name = 'CopySourceChanged';
+  }
+}
+
 /** Thrown by a write whose CommitCondition does not hold at commit time. */
 export class ConditionFailed extends Error {
   constructor(
@@ -510,6 +543,20 @@ export interface Backend {
   listParts(bucket: string, key: string, uploadId: string, params: ListPartsParams): Promise<ListPartsResult>;
   listMultipartUploads(bucket: string, params: ListUploadsParams): Promise<ListUploadsResult>;
 
+  /**
+   * Upstream backends: whether a CopyObject into this bucket can be ONE
+   * upstream CopyObject — the upstream pins the source
+   * (x-amz-copy-source-if-match) and, when the write is `conditioned`,
+   * enforces If-Match and If-None-Match: * on the destination
+   * (capabilities.ts). Otherwise the caller copies the bytes (GET + guarded PUT).
+   */
+  copiesInOneRequest?(bucket: string, conditioned: boolean): Promise<boolean>;
+  /**
+   * The upstream copies `source` (the version `source.info` describes, or
+   * CopySourceChanged) to the key, under `options.condition`; the
+   * destination's ETag is the source's.
+   */
+  copyObject?(source: CopyObjectSource, bucket: string, key: string, options: CopyObjectOptions): Promise<ObjectInfo>;
   /**
    * Upstream backends: sends an operation casket does not model upstream and
    * streams the answer back. Absent on the embedded store (501 NotImplemented).

@@ -21,7 +21,7 @@
  */
 import { conditionHolds } from '../backends/commit-condition.js';
 import type { CommitCondition, ObjectInfo } from '../backends/types.js';
-import type { StateStore, WriteLogEntry } from '../state/types.js';
+import type { IndexEntry, StateStore, WriteLogEntry } from '../state/types.js';
 import { expandETag } from '../vocabulary/etag.js';
 import { commitConditionFor, evaluateWrite, hasWriteCondition, versionConditionFor, type WriteConditions } from './preconditions.js';
 import { Refusal, type RefusalReason } from './refusal.js';
@@ -265,7 +265,18 @@ export class Guard {
     await this.state.recordRead(agent, info.bucket, info.key, { etag: info.etag, size: info.size, start, end: complete ? end : start });
   }
 
-  async recordWrite(entry: Omit<WriteLogEntry, 'at'>, written: ObjectInfo | null): Promise<void> {
+  /**
+   * `index`: ETag-index entries the backend handed over (WriteOptions.index),
+   * recorded with the rest in one step where the store has it
+   * (StateStore.recordCommittedWrite; redis: one script, one round trip).
+   */
+  async recordWrite(entry: Omit<WriteLogEntry, 'at'>, written: ObjectInfo | null, index: IndexEntry[] = []): Promise<void> {
+    if (this.state.recordCommittedWrite) {
+      const stamp = entry.agent ? { agent: entry.agent, made: written && { etag: written.etag, size: written.size } } : undefined;
+      await this.state.recordCommittedWrite({ ...(stamp && { stamp }), log: { at: new Date(), ...entry }, index });
+      return;
+    }
+    for (const e of index) await this.state.putIndexedETag(e.bucket, e.key, e.upstreamETag, e.value);
     if (entry.agent) {
       if (written) await this.state.recordWrite(entry.agent, entry.bucket, entry.key, written.etag, written.size);
       else await this.state.forgetStamp(entry.agent, entry.bucket, entry.key);

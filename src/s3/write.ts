@@ -6,10 +6,11 @@
  * refusal to an agent links the diff from the version it last saw to the
  * current one, when that version is retained (docs/design.md §6).
  */
-import { ConditionFailed, type CommitCondition, type ObjectInfo } from '../backends/types.js';
+import { ConditionFailed, type CommitCondition, type ObjectInfo, type WriteOptions } from '../backends/types.js';
 import type { WriteConditions } from '../guard/preconditions.js';
 import { Refusal } from '../guard/refusal.js';
 import type { WritePermit } from '../guard/guard.js';
+import type { IndexEntry } from '../state/types.js';
 import { parseETagList } from '../vocabulary/etag.js';
 import { canonicalQuery } from '../vocabulary/url-encoding.js';
 import type { RequestContext, Services, WriteNotice } from './context.js';
@@ -56,7 +57,8 @@ export interface GuardedWrite<T> {
   selfIdentifying?: boolean;
   /** Check explicit conditions before the body is sent (the client asked: Expect: 100-continue). */
   early?: boolean;
-  commit(permit: WritePermit): Promise<T>;
+  /** Commits under `permit` (spread into the backend's WriteOptions: its `index`, when given, is the backend's to fill). */
+  commit(permit: WritePermit & Pick<WriteOptions, 'index'>): Promise<T>;
   written(result: T): ObjectInfo | null;
   /** The version the commit replaced, when the commit reports it (DeleteObject does). */
   replaced?(result: T): ObjectInfo | null;
@@ -185,9 +187,13 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
   }
   // The version an agent's write replaces, kept before the commit for rollback (--keep-pre-images).
   if (!refusal && w.services.preImages && w.ctx.agent !== undefined && !createOnly(permit)) await keepPreImage(w.services, w.bucket, w.key);
+  // Where the state store records a write in one round trip, the backend
+  // hands its ETag-index entries over instead of writing them itself
+  // (WriteOptions.index); they are recorded with the stamp and the write log.
+  const index: IndexEntry[] | undefined = !refusal && w.services.state.recordCommittedWrite ? [] : undefined;
   let result: T;
   try {
-    result = await w.commit(permit);
+    result = await w.commit(index ? { ...permit, index } : permit);
   } catch (e) {
     if (!(e instanceof ConditionFailed)) {
       // The probe of a refused write failed otherwise (e.g. a condition the
@@ -216,8 +222,9 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
   // Stryker disable next-line ArrowFunction: null or undefined, `?.etag` is undefined either way
   const previousETag = (read && (await read.catch(() => null))?.etag) ?? w.replaced?.(result)?.etag ?? replacedUnder(permit);
   // The object is committed: a state store that fails now costs the writer's
-  // stamp (it re-reads before its next write) and a write-log entry, never
-  // the answer (README, "When the state store is down").
+  // stamp (it re-reads before its next write), a write-log entry and the
+  // ETag-index entries (the version's ETag is derived again on its next
+  // read), never the answer (README, "When the state store is down").
   await guard
     .recordWrite(
       {
@@ -234,6 +241,7 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
         versionId,
       },
       written,
+      index,
     )
     .catch((error: unknown) => w.services.log.error({ err: error, bucket: w.bucket, key: w.key, requestId: w.ctx.requestId }, 'write committed, but not recorded in the state store'));
   // Only now, after the commit: an event is never told of a write that did not land (docs/design.md §9).

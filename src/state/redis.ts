@@ -77,23 +77,20 @@ import { createHash } from 'node:crypto';
 import { type ChainableCommander, type Redis } from 'ioredis';
 import { compareKeys } from '../vocabulary/names.js';
 import { closeRedis, confirmReplicated, openRedis, type RedisTarget, type Replication } from './redis-connection.js';
-import { SESSION_GRACE_MS, type SessionRecord } from './types.js';
+import { SESSION_GRACE_MS, type CommittedWrite, type SessionRecord } from './types.js';
 import { inWindow, LOG_ORDER_SLACK_MS, type PartDigest, type ReadEvent, type ReadStamp, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 /**
- * KEYS: stamp key, stamps zset, stamps counter, agent zset.
- * ARGV: id, mode ('read' merges, 'write' sets a full stamp), etag, size, start,
- * end, now, ttlMs, maxEntries, prefix.
- * Returns the stamp as { etag, size, full ('1'/'0'), covered, at }.
+ * touch(): a stamp's read-merge-write, its expiry and the entry-cap trim.
+ * Keys: stamp key, stamps zset, stamps counter, agent zset. mode 'read'
+ * merges [rstart, rend), 'write' sets a full stamp. Returns the stamp as
+ * { etag, size, full ('1'/'0'), covered, at }.
  */
-const TOUCH_STAMP = `
-local stampKey, byTouch, seqKey, ofAgent = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local id, mode, etag = ARGV[1], ARGV[2], ARGV[3]
-local size, rstart, rend = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-local now, ttl, cap, prefix = tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), ARGV[10]
-
+const TOUCH = `
 -- Lua 5.1 prints large numbers as 1.7e+12; byte offsets and epoch ms need all digits.
 local function int(n) return string.format('%.0f', n) end
+
+local function touch(stampKey, byTouch, seqKey, ofAgent, id, mode, etag, size, rstart, rend, now, ttl, cap, prefix)
 
 local intervals = {}
 if mode == 'read' then
@@ -148,6 +145,44 @@ if over > 0 then
 end
 
 return { etag, int(size), fullFlag, covered, int(now) }
+end
+`;
+
+/**
+ * KEYS: stamp key, stamps zset, stamps counter, agent zset.
+ * ARGV: id, mode ('read' merges, 'write' sets a full stamp), etag, size, start,
+ * end, now, ttlMs, maxEntries, prefix.
+ */
+const TOUCH_STAMP = `${TOUCH}
+return touch(KEYS[1], KEYS[2], KEYS[3], KEYS[4], ARGV[1], ARGV[2], ARGV[3],
+  tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8], tonumber(ARGV[9]), ARGV[10])
+`;
+
+/**
+ * Everything a committed write records, as one script (issue 42: one round
+ * trip per write, not one per record; StateStore.recordCommittedWrite).
+ * KEYS: write log, the key's last-write, stamp key, stamps zset, stamps
+ * counter, agent zset (the four stamp keys unused, yet named, without an
+ * agent), then one key per ETag-index entry.
+ * ARGV: stamp ('write', 'forget' or 'none'), id, etag, size, now, ttlMs,
+ * maxEntries, prefix, the log entry's JSON, then each index entry's value.
+ */
+const RECORD_WRITE = `${TOUCH}
+local ttl, cap = ARGV[6], tonumber(ARGV[7])
+for i = 7, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[i + 3], 'PX', ttl)
+end
+if ARGV[1] == 'write' then
+  touch(KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[2], 'write', ARGV[3], tonumber(ARGV[4]), 0, tonumber(ARGV[4]), tonumber(ARGV[5]), ttl, cap, ARGV[8])
+elseif ARGV[1] == 'forget' then
+  redis.call('DEL', KEYS[3])
+  redis.call('ZREM', KEYS[4], ARGV[2])
+  redis.call('ZREM', KEYS[6], ARGV[2])
+end
+redis.call('LPUSH', KEYS[1], ARGV[9])
+redis.call('LTRIM', KEYS[1], 0, cap - 1)
+redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('SET', KEYS[2], ARGV[9], 'PX', ttl)
 `;
 
 /**
@@ -162,6 +197,7 @@ redis.call('PEXPIRE', KEYS[1], ARGV[3])
 
 interface Scripts {
   touchStamp(...keysAndArgs: Array<string | number>): Promise<string[]>;
+  recordWrite(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
   putPartDigest(...keysAndArgs: Array<string | number>): Promise<unknown>;
 }
 
@@ -207,6 +243,8 @@ export class RedisStateStore implements StateStore {
     const redis = await openRedis(typeof target === 'string' ? { url: target } : target);
     redis.defineCommand('touchStamp', { numberOfKeys: 4, lua: TOUCH_STAMP });
     redis.defineCommand('putPartDigest', { numberOfKeys: 1, lua: PUT_PART_DIGEST });
+    // The number of keys varies (one per index entry): given with each call.
+    redis.defineCommand('recordWrite', { lua: RECORD_WRITE });
     return new RedisStateStore(redis as Redis & Scripts, limits, options.prefix ?? 'casket:', options.replication ?? { replicas: 0, timeoutMs: 0 });
   }
 
@@ -287,6 +325,26 @@ export class RedisStateStore implements StateStore {
     const id = this.id(agent, bucket, key);
     const p = this.prefix;
     await this.durable(exec(this.redis.multi().del(`${p}stamp:${id}`).zrem(`${p}stamps`, id).zrem(`${p}agent:${agent}`, id)));
+  }
+
+  async recordCommittedWrite(write: CommittedWrite): Promise<void> {
+    const p = this.prefix;
+    const { log, stamp, index } = write;
+    const agent = stamp?.agent ?? '';
+    const id = this.id(agent, log.bucket, log.key);
+    const stored: StoredLogEntry = { ...log, at: log.at.getTime() };
+    const keys = [
+      `${p}write-log`,
+      `${p}last-write:${JSON.stringify([log.bucket, log.key])}`,
+      `${p}stamp:${id}`, `${p}stamps`, `${p}stamps:seq`, `${p}agent:${agent}`,
+      ...index.map((e) => this.indexKey(e.bucket, e.key, e.upstreamETag)),
+    ];
+    const mode = !stamp ? 'none' : stamp.made ? 'write' : 'forget';
+    await this.durableScript(this.redis.recordWrite(
+      keys.length, ...keys,
+      mode, id, stamp?.made?.etag ?? '', stamp?.made?.size ?? 0, Date.now(), this.limits.ttlMs, this.limits.maxEntries, p, JSON.stringify(stored),
+      ...index.map((e) => e.value),
+    ));
   }
 
   async appendWriteLog(entry: WriteLogEntry): Promise<void> {

@@ -150,6 +150,23 @@ export interface StateLimits {
 
 export const DEFAULT_STATE_LIMITS: StateLimits = { ttlMs: 7 * 24 * 3600 * 1000, maxEntries: 1_000_000 };
 
+/** An ETag-index entry (StateStore.putIndexedETag's arguments). */
+export interface IndexEntry {
+  bucket: string;
+  key: string;
+  /** The upstream's ETag, or it with a `#parts` / `#checksum` suffix. */
+  upstreamETag: string;
+  value: string;
+}
+
+/** What StateStore.recordCommittedWrite records of one write. */
+export interface CommittedWrite {
+  /** An agent's write: its stamp becomes a full read of `made`, or is dropped when the write made nothing (a delete). */
+  stamp?: { agent: string; made: { etag: string; size: number } | null };
+  log: WriteLogEntry;
+  index: IndexEntry[];
+}
+
 export interface StateStore {
   /** Merges one delivered byte range into the agent's stamp for this key, atomically. */
   recordRead(agent: string, bucket: string, key: string, read: ReadEvent): Promise<ReadStamp>;
@@ -186,6 +203,17 @@ export interface StateStore {
    * retry of that very write (s3/write.ts). Shared by every replica.
    */
   lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined>;
+
+  /**
+   * Everything a committed write records, in ONE step — one round trip
+   * (redis: one script): the agent's stamp (set to the version made, or
+   * dropped by a delete), the write-log entry, and the ETag-index entries
+   * the backend handed over (CommittedWrite.index) instead of writing them
+   * itself. Absent (sqlite, memory: no round trip to save): the caller
+   * makes recordWrite / forgetStamp / appendWriteLog one by one, and the
+   * backend writes its index entries at once.
+   */
+  recordCommittedWrite?(write: CommittedWrite): Promise<void>;
 
   /** s3 backend: the SHA-256 ETag of (bucket, key) at the upstream's ETag. */
   getIndexedETag(bucket: string, key: string, upstreamETag: string): Promise<string | undefined>;

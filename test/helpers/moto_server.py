@@ -28,12 +28,22 @@ calls other locked methods.
 Also: the parent's death ends this server (PR_SET_PDEATHSIG), so a test
 worker that dies leaves no moto behind.
 
+With CASKET_MOTO_COPY_CONDITIONS=1 (opt-in, for test/integration/copy-requests.test.ts
+only): CopyObject's conditions as AWS documents and enforces them, which moto
+5.2 and Ceph RGW 16 do not (measured, src/backends/s3/capabilities.ts) —
+x-amz-copy-source-if-match on the source, If-Match and If-None-Match: * on the
+destination (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html),
+each a 412 PreconditionFailed that copies nothing, checked under the same
+lock as the copy. It is what lets the one-request copy path run somewhere here.
+
 usage: python3 moto_server.py HOST PORT
 """
 import ctypes
+import os
 import signal
 import sys
 import threading
+from urllib.parse import parse_qs, unquote, urlparse
 
 ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
@@ -50,6 +60,32 @@ def _atomic(method):
 
     return locked
 
+
+def _copy_conditions(copy_object):
+    from moto.s3.exceptions import PreconditionFailed
+
+    def checked(self, *args, **kwargs):
+        source = urlparse(self.headers.get("x-amz-copy-source", ""))
+        bucket, _, key = unquote(source.path).lstrip("/").partition("/")
+        version = parse_qs(source.query).get("versionId", [None])[0]
+        wanted = self.headers.get("x-amz-copy-source-if-match")
+        if wanted is not None:
+            found = self.backend.get_object(bucket, key, version_id=version)
+            if found is None or wanted.strip('"') != found.etag.strip('"'):
+                raise PreconditionFailed(failed_condition="x-amz-copy-source-If-Match")
+        current = self.backend.get_object(self.bucket_name, self.parse_key_name())
+        if_match = self.headers.get("If-Match")
+        if if_match is not None and (current is None or if_match.strip('"') != current.etag.strip('"')):
+            raise PreconditionFailed(failed_condition="If-Match")
+        if self.headers.get("If-None-Match") == "*" and current is not None:
+            raise PreconditionFailed(failed_condition="If-None-Match")
+        return copy_object(self, *args, **kwargs)
+
+    return checked
+
+
+if os.environ.get("CASKET_MOTO_COPY_CONDITIONS") == "1":
+    S3Response.copy_object = _copy_conditions(S3Response.copy_object)
 
 # PutObject, CopyObject, DeleteObject, DeleteObjects, and POSTs on a key
 # (CompleteMultipartUpload): each checks its condition, then writes.

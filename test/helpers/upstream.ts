@@ -65,11 +65,12 @@ process.once('exit', () => {
 
 const MOTO_SERVER = resolve(import.meta.dirname, 'moto_server.py');
 
-export async function startMoto(): Promise<Upstream> {
+/** `copyConditions`: moto enforcing CopyObject's conditions as AWS does (moto_server.py, opt-in). */
+export async function startMoto(options: { copyConditions?: boolean } = {}): Promise<Upstream> {
   for (let tries = 0; ; tries++) {
     const port = await freePort();
     // moto with atomic conditional writes, ended with this worker (moto_server.py says why).
-    const proc = spawn('python3', [MOTO_SERVER, '127.0.0.1', String(port)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawn('python3', [MOTO_SERVER, '127.0.0.1', String(port)], { stdio: ['ignore', 'ignore', 'pipe'], ...(options.copyConditions && { env: { ...process.env, CASKET_MOTO_COPY_CONDITIONS: '1' } }) });
     started.add(proc);
     let stderr = '';
     proc.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));

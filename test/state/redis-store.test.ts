@@ -96,12 +96,46 @@ describe.skipIf(!haveRedis)('every key under the prefix', () => {
     expect(await state.lastWrite('b', 'k2')).toMatchObject({ newETag: 'v1' });
     await state.putIndexedETag('b', 'k2', 'up', 'sha');
     expect(await state.getIndexedETag('b', 'k2', 'up')).toBe('sha');
+    await state.recordCommittedWrite({ stamp: { agent: 'alice', made: { etag: 'v2', size: 3 } }, log: { at: new Date(), bucket: 'b', key: 'k4', operation: 'PutObject', agent: 'alice', newETag: 'v2' }, index: [{ bucket: 'b', key: 'k4', upstreamETag: 'up4', value: 'v2' }] });
+    await state.recordCommittedWrite({ log: { at: new Date(), bucket: 'b', key: 'k5', operation: 'PutObject' }, index: [] });
+    expect(await state.getIndexedETag('b', 'k4', 'up4')).toBe('v2');
     await state.putPartDigest('upload', { partNumber: 1, sha256: 'sha', md5: 'md5', size: 1 });
     expect(await state.getPartDigests('upload')).toHaveLength(1);
     await state.deletePartDigests('upload');
     await state.putSession(session('ASIACONFINED', Date.now() + 600_000));
     expect(await state.revokeSession('ASIACONFINED')).toBe(true);
     expect((await state.listSessions('alice')).map((s) => s.accessKeyId)).toEqual(['ASIACONFINED']);
+  });
+});
+
+describe.skipIf(!haveRedis)('a committed write recorded in one script (recordCommittedWrite)', () => {
+  it('records what the separate calls did: the index entries, the stamp, the log entry and the last write; a delete drops the stamp', async () => {
+    const prefix = fresh();
+    const state = await store({ prefix });
+    await raw.config('RESETSTAT');
+    const at = new Date();
+    await state.recordCommittedWrite({
+      stamp: { agent: 'alice', made: { etag: 'v1', size: 7 } },
+      log: { at, bucket: 'b', key: 'k', operation: 'PutObject', agent: 'alice', newETag: 'v1' },
+      index: [{ bucket: 'b', key: 'k', upstreamETag: 'up1', value: 'v1' }, { bucket: 'b', key: 'k', upstreamETag: 'up1#checksum', value: '{"checksum":"x"}' }],
+    });
+    // One command from casket: the script (EVAL the first time, EVALSHA after).
+    expect((await calls('eval')) + (await calls('evalsha'))).toBe(1);
+    expect(await calls('multi')).toBe(0);
+    expect(await state.getStamp('alice', 'b', 'k')).toMatchObject({ etag: 'v1', size: 7, full: true, covered: [[0, 7]] });
+    expect((await state.listStamps('alice')).map((e) => e.key)).toEqual(['k']);
+    expect(await state.getIndexedETag('b', 'k', 'up1')).toBe('v1');
+    expect(await state.getIndexedETag('b', 'k', 'up1#checksum')).toBe('{"checksum":"x"}');
+    expect(await state.lastWrite('b', 'k')).toMatchObject({ newETag: 'v1', agent: 'alice', at });
+    // Each index entry expires with the store's TTL, as putIndexedETag's.
+    expect(await raw.pttl(`${prefix}etag-index:${JSON.stringify(['b', 'k', 'up1'])}`)).toBeGreaterThan(LIMITS.ttlMs - 5_000);
+    await state.recordCommittedWrite({ stamp: { agent: 'alice', made: null }, log: { at: new Date(), bucket: 'b', key: 'k', operation: 'DeleteObject', agent: 'alice', previousETag: 'v1' }, index: [] });
+    expect(await state.getStamp('alice', 'b', 'k')).toBeUndefined();
+    expect(await state.listStamps('alice')).toEqual([]);
+    // A person's write: no stamp anywhere, the log still newest first.
+    await state.recordCommittedWrite({ log: { at: new Date(), bucket: 'b', key: 'j', operation: 'PutObject', newETag: 'v2' }, index: [] });
+    expect((await state.listWriteLog({ limit: 10 })).map((e) => `${e.operation} ${e.key}`)).toEqual(['PutObject j', 'DeleteObject k', 'PutObject k']);
+    expect(await raw.keys(`${prefix}stamp:*`)).toEqual([]);
   });
 });
 

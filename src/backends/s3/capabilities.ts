@@ -13,6 +13,13 @@
  *   - moto 5: ignores If-Match on CompleteMultipartUpload and on copy
  *     destinations.
  *   - MinIO: ignores conditional deletes.
+ * CopyObject: AWS enforces x-amz-copy-source-if-match
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html) and,
+ * since 2025-10, If-Match / If-None-Match on the destination, as MinIO does.
+ * Measured here (issue 42): moto 5.2 copies whatever x-amz-copy-source-if-match,
+ * If-Match or If-None-Match: * say (200, destination replaced); Ceph RGW 16
+ * does the same, and pins the source only under its own older name
+ * x-amz-copy-if-match (412), which no other S3 implementation reads.
  * Hence a probe instead of a vendor table: for each operation it checks both
  * that a wrong ETag is refused (412) and that the right one (quoted, else
  * unquoted) goes through. An unreachable or read-only upstream yields the
@@ -20,7 +27,7 @@
  * in-process, or refuses when replicas share the upstream.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { drain, readText, parseUpstreamXml, rootOf, type UpstreamClient, type UpstreamResponse } from './client.js';
+import { drain, encodeRfc3986, readText, parseUpstreamXml, rootOf, type UpstreamClient, type UpstreamResponse } from './client.js';
 
 export type ETagForm = 'quoted' | 'unquoted';
 
@@ -42,9 +49,15 @@ export interface Capabilities {
    * over plain HTTP unless rgw_crypt_require_ssl is false). Absent: unknown, not honoured.
    */
   customerKeys?: boolean;
+  /** x-amz-copy-source-if-match on CopyObject: a wrong source ETag refused, nothing copied. */
+  copySourceIfMatch: boolean;
+  /** If-Match on CopyObject's destination (in the form of ifMatchPut, or quoted): a wrong ETag refused, nothing copied. */
+  ifMatchCopy: boolean;
+  /** If-None-Match: * on CopyObject's destination: an existing key refused, nothing copied. */
+  ifNoneMatchCopy: boolean;
 }
 
-export const NOTHING_ENFORCED: Capabilities = { ifMatchPut: false, ifNoneMatchPut: false, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false };
+export const NOTHING_ENFORCED: Capabilities = { ifMatchPut: false, ifNoneMatchPut: false, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false, copySourceIfMatch: false, ifMatchCopy: false, ifNoneMatchCopy: false };
 
 export interface ProbeResult {
   capabilities: Capabilities;
@@ -108,6 +121,20 @@ export async function probeCapabilities(client: UpstreamClient): Promise<ProbeRe
     return refusedInBody ? 412 : res.status;
   };
 
+  const source = `${key}-copy-source`;
+  const copySource = `${bucket}/${source.split('/').map(encodeRfc3986).join('/')}`;
+  const headETag = async () => {
+    const res = await client.send({ method: 'HEAD', bucket, key });
+    await drain(res);
+    return res.status === 200 ? unquote(res.headers.etag ?? '') : undefined;
+  };
+  const copy = async (headers: Record<string, string>) => {
+    const res = await client.send({ method: 'PUT', bucket, key, headers: { 'x-amz-copy-source': copySource, ...headers } });
+    const text = await readText(res);
+    // CopyObject may answer 200 and an <Error> body (API_CopyObject): a refusal too.
+    return res.status < 300 && /<Error>[\s\S]*<Code>(PreconditionFailed|ConditionalRequestConflict)<\/Code>/.test(text) ? 412 : res.status;
+  };
+
   const caps: Capabilities = { ...NOTHING_ENFORCED };
   try {
     let current = (await put('a')).etag;
@@ -144,12 +171,28 @@ export async function probeCapabilities(client: UpstreamClient): Promise<ProbeRe
     await put('a');
     caps.ifNoneMatchComplete = refused(await complete({ 'if-none-match': '*' }));
     caps.customerKeys = await honoursCustomerKeys(client, bucket, `${key}-sse-c`);
+    // CopyObject: each condition must be refused when wrong AND copy nothing,
+    // and (If-Match kinds) copy when right.
+    const written = await client.ok({ method: 'PUT', bucket, key: source, body: { data: Buffer.from('copy source') } });
+    await drain(written);
+    const sourceETag = unquote(written.headers.etag ?? '');
+    current = (await put('a')).etag;
+    if (refused(await copy({ 'x-amz-copy-source-if-match': `"${BOGUS}"` })) && (await headETag()) === current) {
+      caps.copySourceIfMatch = (await copy({ 'x-amz-copy-source-if-match': `"${sourceETag}"` })) < 300 && (await headETag()) === sourceETag;
+    }
+    current = (await put('a')).etag;
+    if (refused(await copy({ 'if-match': formatFor(form, BOGUS) })) && (await headETag()) === current) {
+      caps.ifMatchCopy = (await copy({ 'if-match': formatFor(form, current) })) < 300 && (await headETag()) === sourceETag;
+    }
+    current = (await put('a')).etag;
+    caps.ifNoneMatchCopy = refused(await copy({ 'if-none-match': '*' })) && (await headETag()) === current;
     return { capabilities: caps, note: ownBucket ? `probed in scratch bucket ${bucket}` : `probed on scratch key ${key} in bucket ${bucket}` };
   } finally {
     const quietly = (req: Parameters<UpstreamClient['send']>[0]) => client.send(req).then(drain, () => {});
     for (const uploadId of uploads) await quietly({ method: 'DELETE', bucket, key, query: { uploadId } });
     await quietly({ method: 'DELETE', bucket, key });
     await quietly({ method: 'DELETE', bucket, key: `${key}-sse-c` });
+    await quietly({ method: 'DELETE', bucket, key: source });
     if (ownBucket) await quietly({ method: 'DELETE', bucket });
   }
 }

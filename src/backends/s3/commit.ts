@@ -1,6 +1,6 @@
 /**
  * The commit of every write to the upstream (PutObject, DeleteObject,
- * CompleteMultipartUpload), atomic under its CommitCondition (docs/design.md §1, §3).
+ * CompleteMultipartUpload, a CopyObject the upstream makes: copy.ts), atomic under its CommitCondition (docs/design.md §1, §3).
  *
  * A CommitCondition is translated to the upstream's own conditional request:
  * 'if-match' casket ETags → the current version's upstream ETag (it must
@@ -36,7 +36,7 @@ import type { UpstreamObject } from './etags.js';
 import { KeyLock } from './key-lock.js';
 import { MAX_ATTEMPTS, type Versions } from './versions.js';
 
-export type WriteKind = 'PutObject' | 'DeleteObject' | 'CompleteMultipartUpload';
+export type WriteKind = 'PutObject' | 'DeleteObject' | 'CompleteMultipartUpload' | 'CopyObject';
 
 /** What a write attempt reports back to the commit loop when the upstream refused its condition. */
 export const REFUSED = Symbol('refused');
@@ -169,6 +169,7 @@ export class Committer {
       // Pinned to the version looked at: If-Match on it, or If-None-Match: * (see the file comment).
       if (kind === 'PutObject') return caps.ifMatchPut !== false && caps.ifNoneMatchPut;
       if (kind === 'CompleteMultipartUpload') return caps.ifMatchComplete && caps.ifNoneMatchComplete;
+      if (kind === 'CopyObject') return caps.ifMatchCopy && caps.ifNoneMatchCopy;
       return false;
     }
     switch (kind) {
@@ -179,6 +180,8 @@ export class Committer {
         return ifMatch ? caps.ifMatchDelete : false;
       case 'CompleteMultipartUpload':
         return ifMatch ? caps.ifMatchComplete : caps.ifNoneMatchComplete;
+      case 'CopyObject':
+        return ifMatch ? caps.ifMatchCopy : caps.ifNoneMatchCopy;
     }
   }
 }

@@ -40,7 +40,7 @@
  */
 import { createHash } from 'node:crypto';
 import { multipartETag } from '../../vocabulary/etag.js';
-import type { StateStore } from '../../state/types.js';
+import type { IndexEntry, StateStore } from '../../state/types.js';
 import { decodeChecksum, encodeChecksum } from '../multipart-checksum.js';
 import { ANSWERED_HEADER_NAMES, ENCRYPTION_HEADER_NAMES, LOCK_HEADER_NAMES, OBJECT_HEADER_NAMES, WRITE_ONLY_HEADER_NAMES, type ObjectChecksum, type ObjectHeaders, type ObjectInfo } from '../types.js';
 import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
@@ -134,15 +134,22 @@ export class ETagResolver {
     private readonly ifMatchForm: () => Promise<ETagForm | false>,
   ) {}
 
-  async remember(bucket: string, key: string, upstreamETag: string, etag: string, partSizes?: number[], checksum?: IndexedChecksum): Promise<void> {
+  /**
+   * Indexes a version. `deferred` (a write's WriteOptions.index): the entries
+   * go there, for the caller to record with the write in one round trip,
+   * rather than to the state store now; this process knows them at once.
+   */
+  async remember(bucket: string, key: string, upstreamETag: string, etag: string, partSizes?: number[], checksum?: IndexedChecksum, deferred?: IndexEntry[]): Promise<void> {
     const id = `${bucket}\0${key}\0${upstreamETag}`;
     const known = this.known.get(id);
     if (known?.etag === etag && (partSizes === undefined || known.partSizes !== undefined) && (checksum === undefined || known.checksum !== undefined)) return;
-    await Promise.all([
-      this.state.putIndexedETag(bucket, key, upstreamETag, etag),
-      partSizes && this.state.putIndexedETag(bucket, key, `${upstreamETag}#parts`, JSON.stringify(partSizes)),
-      checksum && this.state.putIndexedETag(bucket, key, `${upstreamETag}#checksum`, encodeIndexedChecksum(checksum)),
-    ]);
+    const entries: IndexEntry[] = [
+      { bucket, key, upstreamETag, value: etag },
+      ...(partSizes ? [{ bucket, key, upstreamETag: `${upstreamETag}#parts`, value: JSON.stringify(partSizes) }] : []),
+      ...(checksum ? [{ bucket, key, upstreamETag: `${upstreamETag}#checksum`, value: encodeIndexedChecksum(checksum) }] : []),
+    ];
+    if (deferred) deferred.push(...entries);
+    else await Promise.all(entries.map((e) => this.state.putIndexedETag(e.bucket, e.key, e.upstreamETag, e.value)));
     this.known.set(id, { etag, ...(partSizes && { partSizes }), ...(checksum && { checksum: checksum.checksum }), ...(checksum?.partChecksums && { partChecksums: checksum.partChecksums }) });
   }
 

@@ -13,6 +13,7 @@
  *   listing.ts       ListObjects, ETags rewritten to casket's
  *   multipart.ts     the multipart upload operations
  *   commit.ts        every write's atomic commit under its CommitCondition
+ *   copy.ts          CopyObject in one upstream request, where the upstream allows it
  *   versions.ts      the current version of a key (HEAD), and the last one seen
  *   version-reads.ts S3 versioning passed through: ?versionId reads, ListObjectVersions
  *   bucket-versioning.ts which buckets are versioned (their conditions are casket's to check)
@@ -29,6 +30,8 @@ import type {
   BucketInfo,
   CompletedPart,
   CompleteOptions,
+  CopyObjectOptions,
+  CopyObjectSource,
   DeleteOptions,
   DeleteResult,
   ForwardRequest,
@@ -55,6 +58,7 @@ import * as buckets from './buckets.js';
 import { probeCapabilities, type Capabilities, type ProbeResult } from './capabilities.js';
 import { UpstreamClient } from './client.js';
 import { Committer } from './commit.js';
+import { copyObject } from './copy.js';
 import { ETagResolver } from './etags.js';
 import { forwardUpstream } from './forward.js';
 import { listObjects } from './listing.js';
@@ -115,6 +119,7 @@ export class S3Backend implements Backend {
   private readonly versions: Versions;
   private readonly versionReads: VersionReads;
   private readonly bucketVersioning: BucketVersioning;
+  private readonly committer: Committer;
   private probe: Promise<Capabilities> | undefined;
 
   constructor(private readonly options: S3BackendOptions) {
@@ -135,7 +140,8 @@ export class S3Backend implements Backend {
     this.versionReads = new VersionReads(this.client, this.etags);
     this.bucketVersioning = new BucketVersioning(this.client);
     // A versioned bucket is trusted with no condition (bucket-versioning.ts).
-    const committer = new Committer(this.versions, async (bucket) => ((await this.bucketVersioning.isVersioned(bucket)) ? NOTHING_ENFORCED : capabilities()), options.replicas ?? false);
+    const committer = new Committer(this.versions, (bucket) => this.enforcedIn(bucket), options.replicas ?? false);
+    this.committer = committer;
     this.objects = new Objects(this.client, this.spool, this.etags, this.versions, committer, capabilities);
     this.multipart = new Multipart(this.client, options.state, this.spool, this.etags, this.versions, committer);
     if (options.capabilities) this.probe = Promise.resolve(options.capabilities);
@@ -156,6 +162,11 @@ export class S3Backend implements Backend {
       },
     );
     return this.probe;
+  }
+
+  /** What the upstream enforces in this bucket: nothing in a versioned one (bucket-versioning.ts). */
+  private async enforcedIn(bucket: string): Promise<Capabilities> {
+    return (await this.bucketVersioning.isVersioned(bucket)) ? NOTHING_ENFORCED : this.capabilities();
   }
 
   /** Spooled bodies on disk right now (tests). */
@@ -231,6 +242,15 @@ export class S3Backend implements Backend {
 
   deleteObject(bucket: string, key: string, options: DeleteOptions): Promise<DeleteResult> {
     return this.objects.deleteObject(bucket, key, options);
+  }
+
+  async copiesInOneRequest(bucket: string, conditioned: boolean): Promise<boolean> {
+    const caps = await this.enforcedIn(bucket).catch(() => NOTHING_ENFORCED);
+    return caps.copySourceIfMatch && (!conditioned || (caps.ifMatchCopy && caps.ifNoneMatchCopy));
+  }
+
+  copyObject(source: CopyObjectSource, bucket: string, key: string, options: CopyObjectOptions): Promise<ObjectInfo> {
+    return copyObject(this.client, this.etags, this.versions, this.committer, source, bucket, key, options);
   }
 
   listObjects(bucket: string, params: ListObjectsParams): Promise<ListObjectsResult> {

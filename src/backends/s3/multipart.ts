@@ -202,11 +202,12 @@ export class Multipart {
     // The upstream ETag S3 gives a multipart object: MD5 of the part MD5s, -N.
     // Indexed before completing, so the object resolves from its first HEAD or
     // listing — and because Ceph RGW 16 answers CompleteMultipartUpload with
-    // an empty <ETag> (measured).
+    // an empty <ETag> (measured). Known to this process at once; with
+    // options.index, in the state store with the rest of the write's records.
     if (etag !== null && chosen.every((c) => c.upstreamETag === c.digest!.md5)) {
       const md5s = createHash('md5');
       for (const c of chosen) md5s.update(Buffer.from(c.digest!.md5, 'hex'));
-      await this.etags.remember(bucket, key, `${md5s.digest('hex')}-${chosen.length}`, etag, sizes, indexedChecksum);
+      await this.etags.remember(bucket, key, `${md5s.digest('hex')}-${chosen.length}`, etag, sizes, indexedChecksum, options.index);
     }
     const xmlBody = `<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">${chosen.map((c) => `<Part><PartNumber>${c.partNumber}</PartNumber><ETag>"${c.upstreamETag}"</ETag></Part>`).join('')}</CompleteMultipartUpload>`;
     const info = await this.committer.run(bucket, key, 'CompleteMultipartUpload', options, etag, async (condition) => {
@@ -222,7 +223,7 @@ export class Multipart {
       if (etag !== null && upstreamETag !== '') {
         // Completed upstream: an index the state store cannot take now is
         // re-derived on the next read; the answer must say it completed.
-        await this.etags.remember(bucket, key, upstreamETag, etag, sizes, indexedChecksum).catch(() => {});
+        await this.etags.remember(bucket, key, upstreamETag, etag, sizes, indexedChecksum, options.index).catch(() => {});
         return { bucket, key, etag, size: sizes.reduce((a, b) => a + b, 0), lastModified: res.headers.date ? new Date(res.headers.date) : new Date(), headers: {}, metadata: {}, partSizes: sizes, ...indexedChecksum } satisfies ObjectInfo;
       }
       // No ETag in the answer (RGW 16), or a part uploaded around casket: read it back (index, else computed).
@@ -231,9 +232,14 @@ export class Multipart {
       return current.info;
     });
     await this.state.deletePartDigests(uploadId).catch(() => {});
-    if (uploadChecksum) await this.state.putIndexedETag(bucket, key, `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, '').catch(() => {});
-    // A retry of this completion whose answer was lost must succeed (completedBefore).
-    await this.state.putIndexedETag(bucket, key, `${uploadId}${COMPLETED_UPLOAD_SUFFIX}`, info.etag).catch(() => {});
+    const records = [
+      ...(uploadChecksum ? [{ bucket, key, upstreamETag: `${uploadId}${UPLOAD_CHECKSUM_SUFFIX}`, value: '' }] : []),
+      // A retry of this completion whose answer was lost must succeed (completedBefore).
+      { bucket, key, upstreamETag: `${uploadId}${COMPLETED_UPLOAD_SUFFIX}`, value: info.etag },
+    ];
+    // With options.index: recorded with the write, before the answer leaves, in its one round trip.
+    if (options.index) options.index.push(...records);
+    else for (const r of records) await this.state.putIndexedETag(r.bucket, r.key, r.upstreamETag, r.value).catch(() => {});
     // The commit returned what it knows; HEAD fills in headers and metadata set at CreateMultipartUpload.
     if (Object.keys(info.headers).length === 0 && Object.keys(info.metadata).length === 0) {
       const fresh = await this.versions.current(bucket, key).catch(() => null);

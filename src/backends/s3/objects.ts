@@ -228,7 +228,7 @@ export class Objects {
         // entry (re-derived on the object's next read: from its SHA-256
         // metadata, or by hashing a streamed one), never the answer — a 503
         // here would say "nothing written".
-        await this.etags.remember(bucket, key, upstreamETag, etag!, undefined, checksum && { checksum }).catch(() => {});
+        await this.etags.remember(bucket, key, upstreamETag, etag!, undefined, checksum && { checksum }, options.index).catch(() => {});
         this.versions.seen(bucket, key, { info, upstreamETag });
       } else this.versions.unseen(bucket, key);
       return info;

@@ -28,10 +28,13 @@ import { startUpstream, upstreamKindFromEnv, type Upstream, type UpstreamKind } 
  * and ignores If-Match on DELETE and every condition on Complete. SSE-C:
  * moto 5 stores the bytes in plaintext and serves them without the key; RGW
  * (scripts/ceph-rgw-up.sh: rgw crypt require ssl = false) encrypts and refuses.
+ * Neither enforces a condition on CopyObject (x-amz-copy-source-if-match,
+ * If-Match, If-None-Match: * — each answered 200 with the destination
+ * replaced; RGW pins the source only under its own name x-amz-copy-if-match).
  */
 export const MEASURED: Record<UpstreamKind, Capabilities> = {
-  moto: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true, customerKeys: false },
-  rgw: { ifMatchPut: 'unquoted', ifNoneMatchPut: true, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false, customerKeys: true },
+  moto: { ifMatchPut: 'quoted', ifNoneMatchPut: true, ifMatchDelete: true, ifMatchComplete: false, ifNoneMatchComplete: true, copySourceIfMatch: false, ifMatchCopy: false, ifNoneMatchCopy: false, customerKeys: false },
+  rgw: { ifMatchPut: 'unquoted', ifNoneMatchPut: true, ifMatchDelete: false, ifMatchComplete: false, ifNoneMatchComplete: false, copySourceIfMatch: false, ifMatchCopy: false, ifNoneMatchCopy: false, customerKeys: true },
 };
 
 export interface UpstreamSuite {
