@@ -11,8 +11,8 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-COPY scripts/copy-console-assets.mjs ./scripts/
-RUN npx tsc -p tsconfig.build.json && node scripts/copy-console-assets.mjs
+COPY scripts/finish-build.mjs ./scripts/
+RUN npx tsc -p tsconfig.build.json && node scripts/finish-build.mjs
 
 # Run stage: production dependencies and the built code only.
 FROM node:24-bookworm-slim

@@ -30,8 +30,8 @@ if (why) {
   const started = Date.now();
   const result = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json')], { stdio: 'inherit' });
   if (result.status !== 0) process.exit(result.status ?? 1);
-  // The console's HTML, CSS and scripts, which tsc does not emit (npm run build does the same).
-  const copied = spawnSync(process.execPath, [join(root, 'scripts', 'copy-console-assets.mjs')], { stdio: 'inherit' });
+  // The console's assets and the bin's execute bit, which tsc does not emit (npm run build does the same).
+  const copied = spawnSync(process.execPath, [join(root, 'scripts', 'finish-build.mjs')], { stdio: 'inherit' });
   if (copied.status !== 0) process.exit(copied.status ?? 1);
   process.stderr.write(`casket: built in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }

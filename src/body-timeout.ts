@@ -61,12 +61,16 @@ export function watchBody(incoming: IncomingMessage, outgoing: ServerResponse, o
 
 /**
  * Answers a request whose body timed out, if nothing was answered yet, and
- * closes the connection once that answer is out: the handler still reading
- * the body then sees it end early (IncompleteBody), so nothing partial is
- * committed (the write path commits only a whole, verified body).
+ * closes the connection once that answer is out. The request itself is
+ * ended too: Node ends a request when its socket closes only while its
+ * answer is still owed, so with the answer out, the handler still reading
+ * the body would wait for ever (and keep what it had spilled to disk). Now it
+ * sees the body end early (IncompleteBody), so nothing partial is committed
+ * (the write path commits only a whole, verified body) and it cleans up.
  */
 export function endTimedOut(incoming: IncomingMessage, outgoing: ServerResponse, answer: { status: number; headers: Record<string, string>; body: string }): void {
   const close = (): void => {
+    incoming.destroy();
     incoming.socket.destroy();
   };
   if (outgoing.headersSent || outgoing.destroyed) return close();

@@ -6,7 +6,7 @@
  * (mode 0600) and prints its secret that once, with the endpoint.
  *
  * SIGTERM or SIGINT stops taking connections and lets requests in flight
- * finish (up to DRAIN_MS), then exits 0; a second signal stops at once.
+ * finish (up to --drain-ms), then exits 0; a second signal stops at once.
  *
  * Credentials and their policies reload without a restart (docs/design.md §7): on
  * SIGHUP and when the credentials file changes (polled with fs.watchFile,
@@ -58,12 +58,6 @@ function generatedCredentials(dataDir: string): { credentials: Credential[]; cre
   return { credentials: [credential], credential, created: true };
 }
 
-/**
- * How long requests in flight may take to finish after SIGTERM: under
- * Docker's 10 s between SIGTERM and SIGKILL (docker stop), so casket still
- * closes its stores itself. A long poll of the changes feed is cut at this.
- */
-const DRAIN_MS = 8_000;
 
 /** How often casket asks itself whether it is ready yet, after starting not ready. */
 const READY_POLL_MS = 2_000;
@@ -112,7 +106,7 @@ async function main(): Promise<void> {
   checkDataDir(config.dataDir);
   await checkListen(config.host, config.port);
 
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, config.logFlushMs);
   let credentials = config.credentials;
   let generated: Credential | undefined;
   let generatedNow = false;
@@ -236,14 +230,14 @@ async function main(): Promise<void> {
     clearTimeout(readyTimer);
     if (credentialsFile !== undefined) unwatchFile(credentialsFile);
     if (notificationsFile !== undefined) unwatchFile(notificationsFile);
-    casket.close(DRAIN_MS).then(
+    casket.close(config.drainMs).then(
       () => process.exit(0),
       (e: unknown) => {
         note({ err: e }, 'error while stopping');
         process.exit(1);
       },
     );
-    note({ signal, drainSeconds: DRAIN_MS / 1000 }, 'casket is stopping: finishing the requests in flight');
+    note({ signal, drainSeconds: config.drainMs / 1000 }, 'casket is stopping: finishing the requests in flight');
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -55,6 +55,8 @@ export interface Config {
   /** Embedded store: a multipart upload with no part uploaded for this long is aborted (0: never). */
   multipartAbandonAfterSeconds: number;
   logLevel: string;
+  /** Longest a request log line waits in casket's buffer before it is written (nginx's access_log flush=); 0: every line at once. */
+  logFlushMs: number;
   /** Shortest DurationSeconds STS AssumeRole accepts (AWS: 900). */
   stsMinDurationSeconds: number;
   /** Retention of the versions agents saw (docs/design.md §6): largest object kept, bytes kept in all, largest diff served. */
@@ -77,6 +79,8 @@ export interface Config {
   preImageTtlSeconds: number;
   /** Longest wait between two arrivals of a request body's bytes before casket gives up on it (nginx's client_body_timeout). */
   bodyTimeoutMs: number;
+  /** Longest wait after SIGTERM for requests in flight (cli.ts), ms. */
+  drainMs: number;
 }
 
 interface Option {
@@ -95,7 +99,7 @@ type RawConfig = Record<
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
   | 'minPartSize' | 'multipartAbandonAfter' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout'
-  | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl' | 'bodyTimeoutMs',
+  | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl' | 'bodyTimeoutMs' | 'logFlushMs' | 'drainMs',
   string | undefined
 >;
 
@@ -133,6 +137,7 @@ export const OPTIONS: Option[] = [
   { flag: '--fsync', env: 'CASKET_FSYNC', key: 'fsync', help: 'true (default) | false: fsync object data before commit' },
   { flag: '--min-part-size', env: 'CASKET_MIN_PART_SIZE', key: 'minPartSize', help: 'smallest multipart part but the last, bytes (default 5242880)' },
   { flag: '--log-level', env: 'CASKET_LOG_LEVEL', key: 'logLevel', help: 'info (default) | debug | warn | error | silent' },
+  { flag: '--log-flush-ms', env: 'CASKET_LOG_FLUSH_MS', key: 'logFlushMs', help: 'longest a request log line is held to be written in a batch, ms (default 1000; 0: every line at once); warnings, errors and start-up lines are never held' },
   { flag: '--sts-min-duration', env: 'CASKET_STS_MIN_DURATION', key: 'stsMinDuration', help: 'shortest DurationSeconds STS AssumeRole accepts (default 900, as AWS)' },
   { flag: '--retain-max-size', env: 'CASKET_RETAIN_MAX_SIZE', key: 'retainMaxSize', help: 'largest object whose versions agents saw are kept for diffs and merges, bytes (default 1048576; 0: none)' },
   { flag: '--retain-bytes', env: 'CASKET_RETAIN_BYTES', key: 'retainBytes', help: 'bytes of such versions kept in all, oldest evicted first (default 1073741824)' },
@@ -145,6 +150,7 @@ export const OPTIONS: Option[] = [
   { flag: '--pre-image-bytes', env: 'CASKET_PRE_IMAGE_BYTES', key: 'preImageBytes', help: 'bytes of pre-images kept in all, oldest evicted first (default 1073741824)' },
   { flag: '--pre-image-ttl', env: 'CASKET_PRE_IMAGE_TTL', key: 'preImageTtl', help: 'seconds a pre-image is kept (default 604800)' },
   { flag: '--body-timeout-ms', env: 'CASKET_BODY_TIMEOUT_MS', key: 'bodyTimeoutMs', help: 'longest wait for the next bytes of a request body, ms, before answering RequestTimeout (default 60000)' },
+  { flag: '--drain-ms', env: 'CASKET_DRAIN_MS', key: 'drainMs', help: 'longest wait after SIGTERM for the requests in flight to finish, ms, before the connections still open are closed (default 8000: under docker stop\'s 10 s)' },
   { flag: '--config', env: 'CASKET_CONFIG', key: 'config', help: 'JSON file with any of these settings (camelCase names)' },
 ];
 
@@ -315,6 +321,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     multipartAbandonAfterSeconds: integer('--multipart-abandon-after', raw.multipartAbandonAfter, 7 * 24 * 3600),
     stsMinDurationSeconds: integer('--sts-min-duration', raw.stsMinDuration, 900, 1),
     logLevel: oneOf('--log-level', raw.logLevel, ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
+    logFlushMs: integer('--log-flush-ms', raw.logFlushMs, 1000),
     retainMaxSize: integer('--retain-max-size', raw.retainMaxSize, 1024 * 1024),
     retainBytes: integer('--retain-bytes', raw.retainBytes, 1024 * 1024 * 1024),
     diffMaxBytes: integer('--diff-max-bytes', raw.diffMaxBytes, 64 * 1024, 1),
@@ -326,6 +333,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     preImageBytes: integer('--pre-image-bytes', raw.preImageBytes, 1024 * 1024 * 1024, 1),
     preImageTtlSeconds: integer('--pre-image-ttl', raw.preImageTtl, 7 * 24 * 3600, 1),
     bodyTimeoutMs: integer('--body-timeout-ms', raw.bodyTimeoutMs, 60_000, 1),
+    drainMs: integer('--drain-ms', raw.drainMs, 8_000, 0),
   };
 }
 

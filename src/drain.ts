@@ -13,6 +13,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { S3_ERRORS } from './vocabulary/errors.js';
 import { toXml } from './vocabulary/xml.js';
 
@@ -21,9 +22,16 @@ export const DRAIN_RETRY_AFTER_SECONDS = 2;
 
 const MESSAGE = 'casket is shutting down and takes no new requests; retry on a new connection.';
 
+/** A connection that has served requests: how many are in flight, and since when none is. */
+interface Connection {
+  active: number;
+  quietSince: number;
+}
+
 export class Drain {
   private draining = false;
   private readonly inFlight = new Set<ServerResponse>();
+  private readonly connections = new Map<Socket, Connection>();
 
   get active(): boolean {
     return this.draining;
@@ -35,9 +43,34 @@ export class Drain {
       refuse(incoming, outgoing);
       return false;
     }
+    const socket = incoming.socket;
+    let connection = this.connections.get(socket);
+    if (!connection) {
+      const tracked: Connection = { active: 0, quietSince: 0 };
+      this.connections.set(socket, (connection = tracked));
+      socket.once('close', () => this.connections.delete(socket));
+    }
+    const counted = connection;
+    counted.active++;
     this.inFlight.add(outgoing);
-    outgoing.once('close', () => this.inFlight.delete(outgoing));
+    outgoing.once('close', () => {
+      this.inFlight.delete(outgoing);
+      counted.active--;
+      counted.quietSince = Date.now();
+    });
     return true;
+  }
+
+  /**
+   * Closes the connections that have had nothing in flight for `quietMs`.
+   * Not Node's closeIdleConnections, which closes a connection the moment its
+   * response ends — before the request pipelined behind it is read, when the
+   * sweep falls between the two (seen on a loaded machine): that request then
+   * met a closed socket instead of its 503.
+   */
+  sweep(quietMs: number): void {
+    const now = Date.now();
+    for (const [socket, c] of this.connections) if (c.active === 0 && now - c.quietSince >= quietMs) socket.destroy();
   }
 
   begin(): void {

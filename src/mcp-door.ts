@@ -17,8 +17,13 @@ import { changedSinceRead } from './changes/since-read.js';
 import type { Services } from './s3/context.js';
 import type { HandleOptions, Outcome } from './s3/handle.js';
 import { callInProcess, readBody } from './s3/in-process.js';
-import { NotAuthenticated, type Caller, type CasketDoor, type EndpointRequest, type S3Answer, type S3Call } from './mcp/door.js';
+import { NotAuthenticated, type Caller, type ChangesetAnswer, type CasketDoor, type EndpointRequest, type S3Answer, type S3Call } from './mcp/door.js';
 import { S3Error, isS3Error } from './vocabulary/errors.js';
+import { formatETag } from './vocabulary/etag.js';
+import { accessFor } from './s3/access.js';
+import { refusalError } from './s3/refusal-error.js';
+import { writeConditionsFrom } from './s3/write.js';
+import { ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from './changesets/commit.js';
 
 export type Recorder = (outcome: Outcome, started: bigint, complete: boolean, bytesOut: number, bytesIn: number) => void;
 
@@ -39,7 +44,7 @@ function verifiedAs(lookup: CredentialLookup, caller: Caller, region: string): A
   return { credential: credentialOf(lookup, caller), presigned: false, payloadMode: 'literal', declaredSha256: EMPTY_SHA256, signedHeaders: [], region };
 }
 
-export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number }): CasketDoor {
+export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number }, changesets: ChangesetEngine): CasketDoor {
   const auth = (caller: Caller) => verifiedAs(options.lookup, caller, services.region);
   return {
     async authenticate(req: EndpointRequest): Promise<Caller | undefined> {
@@ -136,6 +141,29 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
         throw e;
       });
       return { status: res.status, body: res.body };
+    },
+    async commit(caller, files): Promise<ChangesetAnswer> {
+      const id = changesets.dir.newId();
+      // Until the engine has it, the staged bodies are this call's to remove (the engine keeps a decided one for recovery).
+      let handedOver = false;
+      const failure = (e: S3Error) => ({ status: e.status, code: e.code, message: e.message, fields: Object.fromEntries(Object.entries(e.fields).map(([k, v]) => [k, v === undefined ? undefined : String(v)])) });
+      try {
+        const credential = credentialOf(options.lookup, caller);
+        const entries: ChangesetEntry[] = [];
+        for (const [n, f] of files.entries()) {
+          const body = f.content && (await changesets.dir.stage(id, n, Readable.from([f.content]), MAX_TOTAL_BYTES, () => new S3Error('EntityTooLarge')));
+          entries.push({ bucket: f.bucket, key: f.key, conditions: writeConditionsFrom(f.headers), ...(body && { body }), ...(f.contentType !== undefined && { contentType: f.contentType }) });
+        }
+        const access = accessFor(credential, () => {});
+        handedOver = true;
+        const result = await commitChangeset(services, changesets, { requestId: id, accessKey: credential.accessKeyId, access, ...(caller.agent !== undefined && { agent: caller.agent }) }, id, entries);
+        return { landed: result.landed.map((l) => ({ bucket: l.bucket, key: l.key, etag: l.etag === null ? null : formatETag(l.etag, false) })) };
+      } catch (e) {
+        if (!handedOver) await changesets.dir.discard(id);
+        if (e instanceof ChangesetRefused) return { refused: e.refusals.map((r) => ({ bucket: r.bucket, key: r.key, failure: failure(refusalError(r, false)) })) };
+        if (isS3Error(e)) return { failure: failure(e) };
+        throw e;
+      }
     },
     async stamp(agent, bucket, key) {
       const s = await services.state.getStamp(agent, bucket, key);

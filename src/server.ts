@@ -57,9 +57,15 @@ import type { Refusal } from './guard/refusal.js';
 import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
-import { MCP_PATH, mcpEndpoint } from './mcp/http.js';
+import { MCP_PATH, mcpEndpoint, type McpHttpAnswer } from './mcp/http.js';
+import { fromNode, fromWeb, toWeb } from './mcp/http-adapters.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
+import { KeyGate, type Gate } from './changesets/locks.js';
+import { ChangesetDir } from './changesets/intent.js';
+import type { ChangesetEngine } from './changesets/commit.js';
+import { recoverChangesets } from './changesets/recover.js';
+import { COMMIT_PATH, commitEndpoint } from './changesets/endpoint.js';
 import { Drain } from './drain.js';
 
 export interface Casket {
@@ -188,6 +194,18 @@ function refusalNotice(refusal: Refusal, context: RefusalContext): WriteNotice {
   };
 }
 
+/**
+ * The key gate that orders changesets against reads and single writes
+ * (src/changesets/): this process's when the state is its own, Redis's when
+ * caskets share it (shared-gate.ts). CASKET_TEST_GATE_LEASE_MS shortens the
+ * lease for test/changesets/shared-state.test.ts only; never set in production.
+ */
+async function createGate(config: Config, log: Logger): Promise<Gate> {
+  if (config.state !== 'redis') return new KeyGate();
+  const lease = process.env.CASKET_TEST_GATE_LEASE_MS;
+  return (await import('./changesets/shared-gate.js')).RedisKeyGate.connect(config.redis!.target, log, lease !== undefined ? { leaseMs: Number(lease) } : {});
+}
+
 /** Pre-images of agent writes for rollback (--keep-pre-images): retention with their own budget and age. */
 async function createPreImages(config: Config): Promise<Retention> {
   const limits = { maxBytes: config.preImageBytes, ttlMs: config.preImageTtlSeconds * 1000 };
@@ -230,7 +248,7 @@ function createBackend(config: Config, state: StateStore, metrics: Metrics, log:
   return backend;
 }
 
-export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel)): Promise<Casket> {
+export async function startCasket(config: Config, credentials: Credential[], log: Logger = createLogger(config.logLevel, config.logFlushMs)): Promise<Casket> {
   mkdirSync(config.dataDir, { recursive: true });
   const metrics = new Metrics();
   const state = await createState(config);
@@ -268,7 +286,13 @@ export async function startCasket(config: Config, credentials: Credential[], log
     ...(preImages && { preImages: new Retainer(preImages, config.preImageMaxSize, log) }),
     diffMaxBytes: config.diffMaxBytes,
     events,
+    gate: await createGate(config, log),
   };
+  // Changesets (src/changesets/): staged in the data dir; any a crash left are finished or undone before a request is served.
+  const killAfter = process.env.CASKET_TEST_CHANGESET_KILL_AFTER;
+  const changesets: ChangesetEngine = { dir: new ChangesetDir(join(config.dataDir, 'changesets')), ...(killAfter !== undefined && { killAfter: Number(killAfter) }) };
+  const recovered = await recoverChangesets(services, changesets);
+  if (recovered.discarded.length > 0) log.info({ changesets: recovered.discarded }, 'changesets that had not decided were discarded at start-up (nothing of them was written)');
   const options: HandleOptions = {
     lookup: staticCredentials(credentials),
     anonymous: config.anonymous,
@@ -370,7 +394,12 @@ export async function startCasket(config: Config, credentials: Credential[], log
   };
   // Rollback of one agent's writes (docs/design.md §10): src/rollback/endpoint.ts.
   app.post(ROLLBACK_PATH, async (c) => {
-    const res = await rollbackEndpoint(c.env?.incoming, () => c.req.arrayBuffer(), services, options);
+    const res = await rollbackEndpoint(c.env?.incoming, () => c.req.arrayBuffer(), services, options, changesets);
+    return c.json(res.body, res.status as 200);
+  });
+  // Changesets over HTTP (issue 39): src/changesets/endpoint.ts.
+  app.post(COMMIT_PATH, async (c) => {
+    const res = await commitEndpoint(c.env?.incoming, services, changesets, options.lookup, options.agentHeader);
     return c.json(res.body, res.status as 200);
   });
   app.get('/_casket/diff', (c) => changes(c, (req, q) => casketDiff(req, options.lookup, services, q)));
@@ -391,8 +420,9 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
-  const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
-  app.all(MCP_PATH, (c) => mcp(c.req.raw));
+  const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }, changesets), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
+  // A POST to exactly MCP_PATH (every tool call) is served from node:http directly (serveMcp below); this route serves the rest.
+  app.all(MCP_PATH, async (c) => toWeb(await mcp(fromWeb(c.req.raw))));
   // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
   let credentialsInForce: readonly Credential[] = credentials;
   app.route('/', consoleApp(
@@ -442,6 +472,34 @@ export async function startCasket(config: Config, credentials: Credential[], log
     writeToNode(outcome.response, incoming, outgoing, headers, (bytesOut, complete) => record(outcome, started, complete, bytesOut, Number(headers['content-length'] ?? 0)));
   };
   const serveCasket = getRequestListener(app.fetch, { overrideGlobalObjects: false });
+  /**
+   * The MCP endpoint without the Hono app's web Request and Response
+   * (mcp/http-adapters.ts), doing what the app's /_casket/* middleware does
+   * for it: OBJECT_BODY_HEADERS, the metrics and one log line; a failure is
+   * 500, as Hono answers one.
+   */
+  const serveMcp = async (incoming: IncomingMessage, outgoing: ServerResponse): Promise<void> => {
+    const started = process.hrtime.bigint();
+    let answer: McpHttpAnswer;
+    try {
+      answer = await mcp(fromNode(incoming, MCP_PATH));
+    } catch (e) {
+      log.error({ err: e }, 'MCP request failed');
+      answer = { status: 500, headers: { 'content-type': 'text/plain; charset=UTF-8' }, body: 'Internal Server Error' };
+    }
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    metrics.requests.inc({ operation: 'casket:mcp', status: String(answer.status) });
+    metrics.duration.observe({ operation: 'casket:mcp' }, seconds);
+    log.info({ operation: 'casket:mcp', path: MCP_PATH, status: answer.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
+    // Answered already (a body that timed out, body-timeout.ts), or no one left to answer.
+    if (outgoing.headersSent || outgoing.destroyed) return;
+    // Encoded once: its length is the bytes' (a string would be measured, then encoded again as it is written).
+    const body = answer.body === null ? undefined : Buffer.from(answer.body, 'utf8');
+    const headers: Record<string, string> = { ...answer.headers, 'content-length': String(body?.length ?? 0) };
+    for (const [name, value] of Object.entries(OBJECT_BODY_HEADERS)) headers[name] ??= value;
+    outgoing.writeHead(answer.status, headers);
+    outgoing.end(body);
+  };
   // After SIGTERM: Connection: close on what is in flight, 503 + Retry-After for anything new (drain.ts).
   const drain = new Drain();
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
@@ -455,6 +513,14 @@ export async function startCasket(config: Config, credentials: Credential[], log
           endTimedOut(incoming, outgoing, { status: 408, headers: { 'content-type': 'application/json', ...OBJECT_BODY_HEADERS }, body: JSON.stringify({ error: 'RequestTimeout', message: 'The request body stopped arriving: no bytes for longer than the body timeout.' }) });
         },
       });
+      if (incoming.url === MCP_PATH && incoming.method === 'POST') {
+        serveMcp(incoming, outgoing).catch((e: unknown) => {
+          log.error({ err: e }, 'MCP request failed');
+          if (!outgoing.headersSent) outgoing.writeHead(500, { connection: 'close' });
+          outgoing.end();
+        });
+        return;
+      }
       void serveCasket(incoming, outgoing);
       return;
     }
@@ -513,13 +579,14 @@ export async function startCasket(config: Config, credentials: Credential[], log
         closed = new Promise<void>((resolve) => server.close(() => resolve()));
         // Event streams never end by themselves: end them now, as idle connections are.
         eventStream.endAll();
-        // A keep-alive connection is closed as soon as it is idle: between
-        // requests, or once the response in flight has been sent. Swept twice
-        // a second, not more often: a request already on its way (pipelined
-        // behind a response, or sent as that response ended) gets its 503 and
-        // Retry-After (drain.ts) instead of a connection cut under it.
+        // A keep-alive connection is closed once it is idle: those idle now
+        // (no request in flight, or none sent yet) at once; one whose
+        // response ends later after a second without another request
+        // (drain.ts sweep), so a request already on its way — pipelined
+        // behind that response, or sent as it ended — gets its 503 and
+        // Retry-After instead of a connection cut under it.
         server.closeIdleConnections();
-        drainTimer = setInterval(() => server.closeIdleConnections(), 500);
+        drainTimer = setInterval(() => drain.sweep(1000), 250);
         if (drainMs > 0) {
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
         }
@@ -535,6 +602,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
         await retention?.close();
         await eventLog.close();
         await preImages?.close();
+        await services.gate?.close?.();
       })();
       return backendClosed;
     },

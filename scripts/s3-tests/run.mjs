@@ -16,6 +16,11 @@
  * its buckets are out of everyone else's way; the suite's bucket prefix is
  * its own either way and the suite deletes its buckets when it ends.
  *
+ * `--selection whole` runs the whole of the suite's test_s3.py and
+ * test_headers.py (805 tests at the pinned commit) instead of the curated
+ * list: the breadth comparison (scripts/s3-tests/whole.sh), about 25 minutes
+ * a run on 2 cores, never in CI.
+ *
  * The suite: `--suite` names an unpacked checkout or the pinned tarball;
  * default ../shared/s3-tests/ceph-s3-tests-8f0ae7b4.tar.gz beside the repo.
  * A user fetches it from GitHub at the pinned commit (README, "S3 conformance").
@@ -139,7 +144,16 @@ async function startCasket(upstream) {
   return { url, accessKey, secretKey };
 }
 
-function readSelection() {
+/** The whole suite's files: every test in them is one id (`--selection whole`). */
+const WHOLE = ['s3tests/functional/test_s3.py', 's3tests/functional/test_headers.py'];
+
+function readSelection(dir, conf) {
+  if (selectionFile === 'whole') {
+    // The suite's modules read their configuration as they are imported.
+    const PYTHONPATH = pythonPath();
+    const out = execFileSync('python3', ['-m', 'pytest', '--collect-only', '-q', '-p', 'no:cacheprovider', ...WHOLE], { cwd: dir, env: { ...process.env, S3TEST_CONF: conf, ...(PYTHONPATH ? { PYTHONPATH } : {}) }, maxBuffer: 64 << 20 }).toString();
+    return out.split('\n').filter((line) => /^s3tests\/functional\/\S+::\S+$/.test(line.trim())).map((line) => line.trim());
+  }
   return readFileSync(selectionFile, 'utf8')
     .split('\n')
     .map((line) => line.replace(/#.*/, '').trim())
@@ -174,7 +188,12 @@ function writeConf(endpoint) {
  * Debian's dist-packages, so its other packages never shadow the
  * interpreter's boto3.
  */
+let pythonPathMade;
 function pythonPath() {
+  return (pythonPathMade ??= [makePythonPath()])[0];
+}
+
+function makePythonPath() {
   const modules = ['munch', 'isodate', 'pytz', 'pytest_timeout'];
   const missing = modules.filter((m) => !spawnSyncOk('python3', ['-c', `import ${m}`]));
   if (missing.length === 0) return process.env.PYTHONPATH;
@@ -254,9 +273,8 @@ function decode(s) {
  */
 const NOT_SENT = { 'rgw-direct': ['s3tests/functional/test_s3.py::test_upload_part_copy_percent_encoded_key'] };
 
-const ids = readSelection();
-const skipped = new Set(NOT_SENT[target] ?? []);
 const dir = suiteDir();
+const skipped = new Set(NOT_SENT[target] ?? []);
 let endpoint;
 if (target === 'embedded') endpoint = await startCasket();
 else if (target === 'moto') endpoint = await startCasket(await startMoto());
@@ -264,8 +282,10 @@ else if (target === 'rgw') endpoint = await startCasket(await connectRgw());
 else if (target === 'moto-direct') endpoint = await startMoto();
 else endpoint = await connectRgw();
 
+const conf = writeConf(endpoint);
+const ids = readSelection(dir, conf);
 const started = Date.now();
-const { junit, tail } = await runPytest(dir, writeConf(endpoint), ids.filter((id) => !skipped.has(id)));
+const { junit, tail } = await runPytest(dir, conf, ids.filter((id) => !skipped.has(id)));
 const results = outcomes(junit, ids);
 for (const id of skipped) results.set(id, { outcome: 'FAIL', why: `not sent: it brings ${target.replace('-direct', '')} down` });
 if ([...results.values()].every((r) => r.why === 'not run')) fail(`pytest ran nothing:\n${tail.slice(-4000)}`);

@@ -65,6 +65,8 @@ export interface PayloadOptions {
   md5?: boolean;
   /** Largest body accepted; default 5 GiB. */
   maxSize?: number;
+  /** Smallest body accepted (a POST policy's content-length-range): EntityTooSmall below it, at the body's end. */
+  minSize?: number;
   /**
    * The checksum the body must have (an UploadPart of an upload created with
    * x-amz-checksum-algorithm): computed when the request carried none; a
@@ -222,7 +224,7 @@ function anonymousMode(value: string | undefined): PayloadMode {
  */
 export function createPayload(source: Readable, options: PayloadOptions): Payload {
   const plan = planPayload(options.headers, options.auth, options.maxSize ?? MAX_PUT_SIZE, options);
-  const stream = new VerifyingStream(plan, options.md5 === true || plan.contentMd5 !== undefined, options.maxSize ?? MAX_PUT_SIZE);
+  const stream = new VerifyingStream(plan, options.md5 === true || plan.contentMd5 !== undefined, options.maxSize ?? MAX_PUT_SIZE, options.minSize ?? 0);
 
   // A source that errors or closes before its end (client disconnected) is an incomplete body.
   finished(source, { writable: false }, (error) => {
@@ -267,6 +269,7 @@ class VerifyingStream extends Transform {
     private readonly plan: PayloadPlan,
     computeMd5: boolean,
     private readonly maxSize: number,
+    private readonly minSize: number,
   ) {
     super();
     if (computeMd5) this.md5 = createHash('md5');
@@ -320,6 +323,7 @@ class VerifyingStream extends Transform {
         fields: { ExpectedLength: plan.expectedLength, ReceivedLength: this.size },
       });
     }
+    if (this.size < this.minSize) throw new S3Error('EntityTooSmall', { fields: { ProposedSize: this.size, MinSizeAllowed: this.minSize } });
     const sha256 = this.sha256.digest();
     if (plan.declaredSha256 && !sha256.equals(plan.declaredSha256)) {
       throw new S3Error('XAmzContentSHA256Mismatch', {

@@ -26,6 +26,38 @@ export interface ObjectHeaders {
   contentLanguage?: string;
   cacheControl?: string;
   expires?: string;
+  /**
+   * SSE-S3 / SSE-KMS as the upstream keeps them (issue 44): sent up with a
+   * write, read back from its answers. Never set on the embedded store,
+   * which refuses these headers (src/s3/encryption.ts).
+   */
+  serverSideEncryption?: string;
+  sseKmsKeyId?: string;
+  sseKmsContext?: string;
+  bucketKeyEnabled?: string;
+  /**
+   * Object Lock as the upstream keeps it (issue 44): sent up with a write,
+   * read back from its GET/HEAD answers. Only in front of an upstream; the
+   * embedded store refuses these headers (src/s3/passthrough.ts).
+   */
+  objectLockMode?: string;
+  objectLockRetainUntilDate?: string;
+  objectLockLegalHold?: string;
+  /** How many tags the upstream holds for this version (x-amz-tagging-count, answered by GET/HEAD only). */
+  taggingCount?: string;
+  /** When the upstream's lifecycle rules expire this version (x-amz-expiration, answered by PutObject, GET and HEAD). */
+  expiration?: string;
+  /**
+   * Tags and ACL a write asks for (x-amz-tagging, x-amz-acl, x-amz-grant-*):
+   * sent up with the write and never answered back — the upstream answers
+   * them through x-amz-tagging-count, GetObjectTagging and GetObjectAcl.
+   */
+  tagging?: string;
+  acl?: string;
+  grantFullControl?: string;
+  grantRead?: string;
+  grantReadAcp?: string;
+  grantWriteAcp?: string;
 }
 
 /** Each ObjectHeaders field and the HTTP header it is stored from and answered as. */
@@ -36,6 +68,62 @@ export const OBJECT_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, s
   ['contentLanguage', 'content-language'],
   ['cacheControl', 'cache-control'],
   ['expires', 'expires'],
+];
+
+/**
+ * The server-side encryption headers of SSE-S3 and SSE-KMS: PutObject,
+ * CreateMultipartUpload and CopyObject send them, GetObject/HeadObject and
+ * the write answer them (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html).
+ * A copy takes them from its own request, never from the source, as S3 does.
+ */
+export const ENCRYPTION_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [
+  ['serverSideEncryption', 'x-amz-server-side-encryption'],
+  ['sseKmsKeyId', 'x-amz-server-side-encryption-aws-kms-key-id'],
+  ['sseKmsContext', 'x-amz-server-side-encryption-context'],
+  ['bucketKeyEnabled', 'x-amz-server-side-encryption-bucket-key-enabled'],
+];
+
+/**
+ * The Object Lock headers: PutObject, CreateMultipartUpload and CopyObject
+ * send them, GetObject/HeadObject answer them
+ * (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock-managing.html).
+ * A copy takes them from its own request, never from the source, as S3 does.
+ */
+export const LOCK_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [
+  ['objectLockMode', 'x-amz-object-lock-mode'],
+  ['objectLockRetainUntilDate', 'x-amz-object-lock-retain-until-date'],
+  ['objectLockLegalHold', 'x-amz-object-lock-legal-hold'],
+];
+
+/**
+ * What a write asks of the upstream and never gets back under the same name
+ * (API_PutObject: x-amz-tagging, x-amz-acl, x-amz-grant-*).
+ */
+export const WRITE_ONLY_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [
+  ['tagging', 'x-amz-tagging'],
+  ['acl', 'x-amz-acl'],
+  ['grantFullControl', 'x-amz-grant-full-control'],
+  ['grantRead', 'x-amz-grant-read'],
+  ['grantReadAcp', 'x-amz-grant-read-acp'],
+  ['grantWriteAcp', 'x-amz-grant-write-acp'],
+];
+
+/** What GET/HEAD answer of a version besides the stored headers: its lock, its tag count, its expiry (API_GetObject). */
+export const ANSWERED_HEADER_NAMES: ReadonlyArray<readonly [keyof ObjectHeaders, string]> = [...LOCK_HEADER_NAMES, ['taggingCount', 'x-amz-tagging-count'], ['expiration', 'x-amz-expiration']];
+
+/**
+ * CreateBucket's headers an upstream creates the bucket with
+ * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_CreateBucket.html).
+ */
+export const BUCKET_CREATE_HEADERS: readonly string[] = [
+  'x-amz-bucket-object-lock-enabled',
+  'x-amz-acl',
+  'x-amz-grant-full-control',
+  'x-amz-grant-read',
+  'x-amz-grant-read-acp',
+  'x-amz-grant-write',
+  'x-amz-grant-write-acp',
+  'x-amz-object-ownership',
 ];
 
 export interface ObjectInfo {
@@ -96,6 +184,8 @@ export interface VersionEntry {
   /** Absent for a delete marker. */
   info?: ObjectInfo;
   writer?: string;
+  /** The upstream's owner of the version (in front of an upstream, whose ACLs pass through). */
+  owner?: { ID: string; DisplayName: string };
 }
 
 export interface ListVersionsResult {
@@ -173,6 +263,8 @@ export interface WriteOptions {
 export interface DeleteOptions extends WriteOptions {
   /** DeleteObject ?versionId=: remove that version for good rather than hide the key behind a delete marker. */
   versionId?: string;
+  /** x-amz-bypass-governance-retention: true, for an upstream with Object Lock (the embedded store has none). */
+  bypassGovernanceRetention?: true;
 }
 
 /** A request body on its way in. See auth/payload.ts. */
@@ -369,8 +461,12 @@ export interface ForwardResponse {
 
 export interface Backend {
   listBuckets(): Promise<BucketInfo[]>;
-  /** Idempotent for its owner: resolves 'exists' when the bucket is already there. */
-  createBucket(bucket: string): Promise<'created' | 'exists'>;
+  /**
+   * Idempotent for its owner: resolves 'exists' when the bucket is already
+   * there. `headers`: what an upstream creates the bucket with (Object Lock,
+   * ACL, ownership: BUCKET_CREATE_HEADERS); the embedded store takes none.
+   */
+  createBucket(bucket: string, headers?: Record<string, string>): Promise<'created' | 'exists'>;
   /** Throws NoSuchBucket. */
   headBucket(bucket: string): Promise<BucketInfo>;
   /** Throws NoSuchBucket, BucketNotEmpty (objects remain); aborts in-progress multipart uploads, as S3 does. */

@@ -74,6 +74,7 @@ function row(e: WriteLogEntry) {
     accessKey: e.accessKey ?? null,
     previousETag: quoted(e.previousETag),
     newETag: quoted(e.newETag),
+    changeset: e.changeset ?? null,
   };
 }
 

@@ -44,6 +44,8 @@ export interface EventRecord {
     previousETag?: string;
     /** The write was a three-way merge of an edit (docs/design.md §6): `previousETag` is the version merged with. */
     merged?: true;
+    /** The changeset this write was an entry of (src/changesets/): one record per entry, all with this id. */
+    changeset?: string;
     /** Refusals: casket's reason (x-casket-reason), the HTTP status and S3 error code answered, the current version. */
     reason?: string;
     status?: number;
@@ -113,6 +115,9 @@ function eventName(n: WriteNotice): string {
   switch (n.operation) {
     case 'CopyObject':
       return 's3:ObjectCreated:Copy';
+    // A browser-form upload (RESTObjectPOST), as AWS names it in event notifications.
+    case 'PostObject':
+      return 's3:ObjectCreated:Post';
     case 'CompleteMultipartUpload':
       return 's3:ObjectCreated:CompleteMultipartUpload';
     case 'DeleteObject':
@@ -154,6 +159,7 @@ export function recordOf(n: WriteNotice, region: string, at: Date = new Date()):
       ...(n.accessKey !== undefined && { accessKey: n.accessKey }),
       ...(n.previousETag !== undefined && { previousETag: n.previousETag }),
       ...(n.merged && { merged: true as const }),
+      ...(n.changeset !== undefined && { changeset: n.changeset }),
       ...(n.kind === 'refused' && { reason: n.reason, status: n.status, code: n.code }),
       ...(n.kind === 'refused' && n.currentETag !== undefined && { currentETag: n.currentETag }),
     },

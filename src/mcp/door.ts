@@ -88,6 +88,23 @@ export interface EndpointRequest {
   body: Buffer;
 }
 
+/** One file of a changeset a tool commits (write_files, apply_patch). */
+export interface ChangesetFile {
+  bucket: string;
+  key: string;
+  /** The new content; absent: the file is deleted. */
+  content?: Buffer;
+  contentType?: string;
+  /** S3 condition headers, as on a single write: if-match / if-none-match; none: the agent rules derive one. */
+  headers: Record<string, string>;
+}
+
+/** What a changeset came to: every file landed, or none did and these were refused (each as its single write's S3 error). */
+export type ChangesetAnswer =
+  | { landed: Array<{ bucket: string; key: string; etag: string | null }> }
+  | { refused: Array<{ bucket: string; key: string; failure: S3Failure }> }
+  | { failure: S3Failure };
+
 /** Credentials were given and do not hold (a bad token or signature, a key bound to another agent). */
 export class NotAuthenticated extends Error {}
 
@@ -104,6 +121,12 @@ export interface CasketDoor {
   diff(caller: Caller, bucket: string, key: string, from: string, to: string): Promise<{ text: string; truncated: boolean } | undefined>;
   /** The agent's changes feed (docs/design.md §6). */
   changes(caller: Caller, since: string | undefined): Promise<{ status: number; body: unknown }>;
+  /**
+   * Several writes and deletes that land together or not at all
+   * (src/changesets/commit.ts): each file is judged by the one guard as its
+   * single write would be.
+   */
+  commit(caller: Caller, files: ChangesetFile[]): Promise<ChangesetAnswer>;
   /** The agent's read stamp of a key, as the guard sees it. */
   stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
   /**

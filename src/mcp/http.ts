@@ -4,12 +4,14 @@
  * protocol versions 2025-06-18 and 2025-11-25 (and the older ones the SDK
  * still negotiates).
  *
- * Stateless: every POST gets its own transport (no Mcp-Session-Id, so any
- * replica answers any request), answered as JSON; GET (a server-sent event
- * stream for server-initiated messages, of which casket has none) is 405, as
- * the spec allows. The servers the transports connect to are pooled: a
- * server with its tools registered costs more than the tool call itself
- * (measured: 2.1 → ~0.8 ms per small read_text_file). A pooled server holds
+ * Stateless: no Mcp-Session-Id, so any replica answers any request; every
+ * POST is answered as JSON; GET (a server-sent event stream for
+ * server-initiated messages, of which casket has none) is 405, as the spec
+ * allows. The tool servers are pooled, each connected once to its own
+ * transport (post-transport.ts) and lent to one POST at a time: a server with
+ * its tools registered costs more than the tool call itself (measured: 2.1 →
+ * ~0.8 ms per small read_text_file), and connecting a fresh SDK transport per
+ * POST cost a quarter of the call (docs/performance.md). A pooled server holds
  * nothing of any request: the caller travels with the request
  * (request-caller.ts), and a server goes back to the pool only once every
  * request of its POST was answered — so no handler of it still runs.
@@ -32,6 +34,7 @@
  * address still sends its own Origin.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { PostTransport } from './post-transport.js';
 import { admit } from './batch.js';
 import { NotAuthenticated, type Caller, type CasketDoor } from './door.js';
 import { runAs } from './request-caller.js';
@@ -43,9 +46,9 @@ import { toolEnv } from './tool.js';
  * (measured on Node 20, an import of each), which a casket no agent talks
  * MCP to never needs. One promise, so concurrent first requests share it.
  */
-let sdk: Promise<{ Transport: typeof import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js').WebStandardStreamableHTTPServerTransport; toolServer: typeof import('./tools.js').toolServer }> | undefined;
+let sdk: Promise<{ PostTransport: typeof import('./post-transport.js').PostTransport; toolServer: typeof import('./tools.js').toolServer }> | undefined;
 function loadSdk(): NonNullable<typeof sdk> {
-  sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('./tools.js')]).then(([transport, tools]) => ({ Transport: transport.WebStandardStreamableHTTPServerTransport, toolServer: tools.toolServer }));
+  sdk ??= Promise.all([import('./post-transport.js'), import('./tools.js')]).then(([transport, tools]) => ({ PostTransport: transport.PostTransport, toolServer: tools.toolServer }));
   return sdk;
 }
 
@@ -65,45 +68,59 @@ const DEADLINE_MS = 60_000;
 
 const LOOPBACK = /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?$/i;
 
-function jsonRpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }), { status, headers: { 'content-type': 'application/json', ...headers } });
+/** An HTTP request to the endpoint, whichever server read it (http-adapters.ts). */
+export interface McpHttpRequest {
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  /** Lowercase names; a repeated header's values joined with ", ", as web Headers join them. */
+  headers: Record<string, string>;
+  /** The body, or undefined once it passes `max` bytes (the rest is left unread). */
+  body(max: number): Promise<Buffer | undefined>;
 }
 
-/** The body, or undefined past `max` bytes (a JSON-escaped file can be twice its size). */
-async function readBody(request: Request, max: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  if (!request.body) return Buffer.alloc(0);
-  const reader = request.body.getReader();
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) return Buffer.concat(chunks);
-    size += value.length;
-    if (size > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(Buffer.from(value));
-  }
+/** The endpoint's answer: a JSON body, or none. */
+export interface McpHttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string | null;
+}
+
+function jsonRpcError(status: number, code: number, message: string, headers: Record<string, string> = {}): McpHttpAnswer {
+  return { status, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }) };
 }
 
 /** Idle servers kept for the next requests; more are made under load, and dropped past this. */
 const MAX_IDLE = 16;
 
+/** A tool server and the transport it stays connected to (post-transport.ts), lent to one POST at a time. */
+interface Lent {
+  server: McpServer;
+  transport: PostTransport;
+}
+
 /** The /_casket/mcp handler, with its pool of tool servers. */
-export function mcpEndpoint(options: McpHttpOptions): (request: Request) => Promise<Response> {
+export function mcpEndpoint(options: McpHttpOptions): (request: McpHttpRequest) => Promise<McpHttpAnswer> {
   // One env for every server: it carries no request's state (tool.ts toolEnv).
   const env = toolEnv(options.door, options.maxTextBytes);
-  const idle: McpServer[] = [];
-  const lend = async () => idle.pop() ?? (await loadSdk()).toolServer(env);
-  return (request) => handleMcpHttp(request, options, lend, (server) => {
-    if (idle.length < MAX_IDLE) idle.push(server);
+  const idle: Lent[] = [];
+  const lend = async (): Promise<Lent> => {
+    const kept = idle.pop();
+    if (kept) return kept;
+    const { PostTransport, toolServer } = await loadSdk();
+    const lent = { server: toolServer(env), transport: new PostTransport() };
+    await lent.server.connect(lent.transport);
+    return lent;
+  };
+  return (request) => handleMcpHttp(request, options, lend, (lent) => {
+    if (idle.length < MAX_IDLE) idle.push(lent);
+    else void lent.server.close().catch(() => {});
   });
 }
 
-async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: () => Promise<McpServer>, giveBack: (server: McpServer) => void): Promise<Response> {
-  const origin = request.headers.get('origin');
-  if (origin !== null && !LOOPBACK.test(origin) && !options.allowedOrigins.includes(origin)) {
+async function handleMcpHttp(request: McpHttpRequest, options: McpHttpOptions, lend: () => Promise<Lent>, giveBack: (lent: Lent) => void): Promise<McpHttpAnswer> {
+  const origin = request.headers.origin;
+  if (origin !== undefined && !LOOPBACK.test(origin) && !options.allowedOrigins.includes(origin)) {
     options.log.warn({ origin }, 'MCP request refused: Origin not allowed');
     return jsonRpcError(403, -32000, 'Forbidden: this Origin may not call casket\'s MCP endpoint (--mcp-allowed-origins).');
   }
@@ -111,7 +128,8 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: ()
     // No server-initiated messages, no sessions: only POST carries MCP here.
     return jsonRpcError(405, -32000, 'Method not allowed: POST JSON-RPC messages to this endpoint.', { allow: 'POST' });
   }
-  const raw = await readBody(request, options.maxTextBytes * 2 + 65536);
+  // A JSON-escaped file can be twice its size.
+  const raw = await request.body(options.maxTextBytes * 2 + 65536);
   // The rest of the body is not read: the connection cannot carry another request, and says so
   // (RFC 9110 §15.5.14; without it a keep-alive client sends its next request into a closed socket).
   if (raw === undefined) return jsonRpcError(413, -32000, `Request too large: the file tools handle files up to ${options.maxTextBytes} bytes.`, { connection: 'close' });
@@ -121,44 +139,40 @@ async function handleMcpHttp(request: Request, options: McpHttpOptions, lend: ()
   } catch {
     return jsonRpcError(400, -32700, 'Parse error: the body is not JSON.');
   }
-  const url = new URL(request.url);
-  const headers: Record<string, string> = {};
-  request.headers.forEach((value, name) => (headers[name] = value));
+  const headers = request.headers;
   let caller: Caller | undefined;
   try {
-    caller = await options.door.authenticate({ method: request.method, url: url.pathname + url.search, headers, body: raw });
+    caller = await options.door.authenticate({ method: request.method, url: request.url, headers, body: raw });
   } catch (e) {
     if (!(e instanceof NotAuthenticated)) throw e;
     return jsonRpcError(401, -32001, `Unauthorized: ${e.message}`, { 'www-authenticate': 'Bearer error="invalid_token"' });
   }
   const admitted = admit(body, caller === undefined);
   if (!admitted.ok) return jsonRpcError(admitted.status, admitted.code, admitted.message, admitted.challenge ? { 'www-authenticate': 'Bearer' } : {});
-  if (admitted.messages === 0) return new Response(null, { status: 202 });
-  const server = await lend();
-  const transport = new (await loadSdk()).Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  await server.connect(transport);
+  if (admitted.messages === 0) return { status: 202, headers: {}, body: null };
+  const lent = await lend();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, options.deadlineMs ?? DEADLINE_MS, undefined)));
   // Everything the transport starts — each handler, to its last S3 request — runs as this request's caller.
   // An anonymous request reaches no tool (admit refused it); a tool that ran anyway would find no caller and fail.
-  const handle = () => transport.handleRequest(request, { parsedBody: admitted.body });
-  const answered = Promise.resolve(caller ? runAs(caller, handle) : handle());
-  answered.catch(() => {}); // a failure after the deadline has no one left to tell
+  const handle = () => lent.transport.handle(headers, admitted.body);
   let settled = false;
   try {
-    // In JSON mode this resolves once every request of the POST is answered:
-    // with unique ids (admit), that is once every handler has returned.
-    const response = await Promise.race([answered, deadline]);
-    if (response === undefined) {
+    const answered = caller ? runAs(caller, handle) : handle();
+    answered.catch(() => {}); // a failure after the deadline has no one left to tell
+    // Resolves once every request of the POST is answered: with unique ids
+    // (admit), that is once every handler has returned.
+    const answer = await Promise.race([answered, deadline]);
+    if (answer === undefined) {
       options.log.warn({ deadlineMs: options.deadlineMs ?? DEADLINE_MS }, 'MCP request not answered in time');
       return jsonRpcError(504, -32603, `The call did not finish within ${Math.round((options.deadlineMs ?? DEADLINE_MS) / 1000)} s. It may still complete: read the files it touches before you retry.`);
     }
     settled = true;
-    return response;
+    return { status: answer.status, headers: answer.body === null ? {} : { 'content-type': 'application/json' }, body: answer.body };
   } finally {
     clearTimeout(timer);
-    await server.close().catch(() => {});
-    // A server whose handlers may still run is never lent again.
-    if (settled) giveBack(server);
+    // A server whose handlers may still run is closed (which aborts them) and never lent again.
+    if (settled) giveBack(lent);
+    else await lent.server.close().catch(() => {});
   }
 }

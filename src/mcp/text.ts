@@ -10,6 +10,14 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
+/** splitLines(text).length, counted: a final newline ends the last line rather than starting an empty one. */
+export function lineCount(text: string): number {
+  if (text === '') return 0;
+  let n = 0;
+  for (let at = text.indexOf('\n'); at >= 0; at = text.indexOf('\n', at + 1)) n++;
+  return text.endsWith('\n') ? n : n + 1;
+}
+
 export interface Edit {
   oldText: string;
   newText: string;

@@ -20,8 +20,9 @@ import { register as read_text_file } from './tools/read_text_file.js';
 import { register as search_files } from './tools/search_files.js';
 import { register as what_changed } from './tools/what_changed.js';
 import { register as write_file } from './tools/write_file.js';
+import { register as write_files } from './tools/write_files.js';
 
-export const TOOLS: readonly RegisterTool[] = [read_text_file, read_media_file, write_file, edit_file, apply_patch, list_directory, search_files, get_file_info, move_file, delete_file, what_changed];
+export const TOOLS: readonly RegisterTool[] = [read_text_file, read_media_file, write_file, write_files, edit_file, apply_patch, list_directory, search_files, get_file_info, move_file, delete_file, what_changed];
 
 export const SERVER_INFO = { name: 'casket', version: '0.1.0' };
 

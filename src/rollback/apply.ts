@@ -7,15 +7,18 @@
  *     is not the agent's) → conflict, with the diff from the agent's version
  *     to the current one; nothing written;
  *   - goal bytes held nowhere (sources.ts) → unrecoverable; nothing written;
- *   - otherwise one new write through the guarded path (door.ts): PutObject
- *     of the goal with If-Match on the agent's last version (If-None-Match: *
- *     when the agent deleted the key), or DeleteObject with If-Match when the
- *     agent created it. A write that loses the compare-and-swap to a
- *     concurrent writer is a conflict: the other writer's version stays.
+ *   - otherwise one new write through the guarded path (restore.ts: a
+ *     changeset of one key): PutObject of the goal with If-Match on the
+ *     agent's last version (If-None-Match: * when the agent deleted the key),
+ *     or DeleteObject with If-Match when the agent created it, and under the
+ *     key's lock the write log's newest entry still the agent's. A write that
+ *     loses to a concurrent writer — even one of the very same bytes — is a
+ *     conflict: the other writer's version stays. Reads go through door.ts.
  * Each restore is one atomic write, so a crash between them leaves every key
  * restored or untouched.
  */
 import type { Credential } from '../auth/credentials.js';
+import type { ChangesetEngine } from '../changesets/commit.js';
 import { diffVersions, type Version } from '../changes/diff.js';
 import type { Services } from '../s3/context.js';
 import type { HandleOptions } from '../s3/handle.js';
@@ -23,6 +26,7 @@ import type { WriteLogEntry } from '../state/types.js';
 import { formatETag, unquoteETag } from '../vocabulary/etag.js';
 import { openRollbackDoor, type RollbackDoor } from './door.js';
 import { keysWritten, rollbackAgent, type Conflict, type KeyHistory, type RollbackAnswer, type RollbackRequest } from './plan.js';
+import { commitRestores, sameEntry, type RestoreOutcome } from './restore.js';
 import { goalContent } from './sources.js';
 
 /** The most write-log entries one rollback reads (the log keeps at most --state-max-entries). */
@@ -36,18 +40,14 @@ const CURRENT_KEEP_BYTES = 1024 * 1024;
 
 const quoted = (etag: string | null) => (etag === null ? null : formatETag(etag, false));
 
-interface Current {
+export interface Current {
   etag: string | null;
   /** null: deleted; undefined: larger than a diff is made of (not held in memory). */
   content: Buffer | null | undefined;
 }
 
-/** The same write-log entry (a store hands back copies). */
-function sameEntry(a: WriteLogEntry, b: WriteLogEntry): boolean {
-  return a.at.getTime() === b.at.getTime() && a.agent === b.agent && a.newETag === b.newETag && a.previousETag === b.previousETag && a.operation === b.operation;
-}
 
-export async function runRollback(services: Services, options: HandleOptions, admin: Credential, request: RollbackRequest): Promise<RollbackAnswer> {
+export async function runRollback(services: Services, options: HandleOptions, engine: ChangesetEngine, admin: Credential, request: RollbackRequest): Promise<RollbackAnswer> {
   const writtenAs = rollbackAgent(request.agent);
   const door = openRollbackDoor(services, options, admin, writtenAs);
   const entries = await services.state.listWriteLog({
@@ -68,12 +68,13 @@ export async function runRollback(services: Services, options: HandleOptions, ad
     unrecoverable: [],
     unchanged: [],
   };
-  for (const history of keysWritten(entries, request)) await rollbackKey(services, door, request, history, answer);
+  const writes = { engine, admin, writtenAs };
+  for (const history of keysWritten(entries, request)) await rollbackKey(services, door, writes, request, history, answer);
   return answer;
 }
 
 /** The current version through casket; `stamp`: the read counts as the rollback agent's (it is about to write). */
-async function readCurrent(services: Services, door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
+export async function readCurrent(services: Services, door: RollbackDoor, bucket: string, key: string, stamp: boolean): Promise<Current | { failed: string }> {
   // Held in memory only as much as a conflict's diff may use (the same bound as /_casket/diff's versions).
   const keep = Math.max(services.retainer?.maxObjectSize ?? 0, services.preImages?.maxObjectSize ?? 0, CURRENT_KEEP_BYTES);
   // A read is idempotent: retried as SDKs retry one, when the backend fails it (moto answers an occasional GET racing a PUT with 500).
@@ -84,8 +85,9 @@ async function readCurrent(services: Services, door: RollbackDoor, bucket: strin
   return { etag: unquoteETag(reply.headers.etag), content: reply.body };
 }
 
-async function rollbackKey(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, answer: RollbackAnswer): Promise<void> {
+async function rollbackKey(services: Services, door: RollbackDoor, writes: { engine: ChangesetEngine; admin: Credential; writtenAs: string }, request: RollbackRequest, h: KeyHistory, answer: RollbackAnswer): Promise<void> {
   const { bucket, key } = h;
+  const { engine, admin, writtenAs } = writes;
   const current = await readCurrent(services, door, bucket, key, !request.dryRun);
   if ('failed' in current) {
     answer.unrecoverable.push({ bucket, key, goalETag: quoted(h.goal), reason: `the current version could not be read (${current.failed}); nothing written` });
@@ -106,10 +108,7 @@ async function rollbackKey(services: Services, door: RollbackDoor, request: Roll
       answer.unrecoverable.push({ bucket, key, goalETag: null, reason: "the write log does not say which version the agent's first write replaced (an unconditional write under --guard observe or off); nothing written" });
       return;
     }
-    if (!request.dryRun) {
-      const reply = await door({ method: 'DELETE', bucket, key, headers: { 'if-match': quoted(h.agentLast)! } });
-      if (!(await settled(services, door, request, h, reply, answer))) return;
-    }
+    if (!request.dryRun && !(await settled(services, door, request, h, await commitRestores(services, engine, admin, writtenAs, [{ h }]), answer))) return;
     answer.restored.push({ bucket, key, action: 'delete', from: quoted(h.agentLast), to: null });
     return;
   }
@@ -119,11 +118,7 @@ async function rollbackKey(services: Services, door: RollbackDoor, request: Roll
     answer.unrecoverable.push({ bucket, key, goalETag: quoted(h.goal), reason: `the version to restore is ${why}; nothing written` });
     return;
   }
-  if (!request.dryRun) {
-    const condition: Record<string, string> = h.agentLast === null ? { 'if-none-match': '*' } : { 'if-match': quoted(h.agentLast)! };
-    const reply = await door({ method: 'PUT', bucket, key, headers: condition, body: goal.content });
-    if (!(await settled(services, door, request, h, reply, answer))) return;
-  }
+  if (!request.dryRun && !(await settled(services, door, request, h, await commitRestores(services, engine, admin, writtenAs, [{ h, content: goal.content }]), answer))) return;
   answer.restored.push({ bucket, key, action: 'put', from: quoted(h.agentLast), to: quoted(h.goal), source: goal.source });
 }
 
@@ -141,25 +136,25 @@ async function existedBefore(services: Services, h: KeyHistory): Promise<boolean
 }
 
 /**
- * Whether the restore landed. A refusal (412, or 404 for If-Match on a key
- * deleted meanwhile) means another writer got there first: a conflict, its
- * version untouched. Anything else (the state store down, the upstream
- * failing) wrote nothing and says so.
+ * Whether the restore landed. A refusal means another writer got there
+ * first — a new version, a deletion, or the very bytes again (restore.ts): a
+ * conflict, its version untouched. Anything else (the state store down, the
+ * upstream failing) wrote nothing and says so.
  */
-async function settled(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, reply: { status: number; code?: string }, answer: RollbackAnswer): Promise<boolean> {
-  if (reply.status >= 200 && reply.status < 300) return true;
-  if (reply.status === 412 || reply.status === 409 || reply.code === 'NoSuchKey') {
+async function settled(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, outcome: RestoreOutcome, answer: RollbackAnswer): Promise<boolean> {
+  if ('landed' in outcome) return true;
+  if ('refused' in outcome) {
     const now = await readCurrent(services, door, h.bucket, h.key, false);
     const current = 'failed' in now ? { etag: null, content: null } : now;
     const newest = await services.state.lastWrite(h.bucket, h.key).catch(() => undefined);
     answer.conflicts.push(await conflict(services, request.agent, h, current, newest));
     return false;
   }
-  answer.unrecoverable.push({ bucket: h.bucket, key: h.key, goalETag: quoted(h.goal), reason: `the restore failed (${reply.code ?? `HTTP ${reply.status}`}); nothing written, run the rollback again` });
+  answer.unrecoverable.push({ bucket: h.bucket, key: h.key, goalETag: quoted(h.goal), reason: `the restore failed (${outcome.failed}); nothing written, run the rollback again` });
   return false;
 }
 
-async function conflict(services: Services, agent: string, h: KeyHistory, current: Current, newest: WriteLogEntry | undefined): Promise<Conflict> {
+export async function conflict(services: Services, agent: string, h: KeyHistory, current: Current, newest: WriteLogEntry | undefined): Promise<Conflict> {
   // Who wrote the current version: the write log's newest entry, when it made that very version.
   const writer: { agent?: string; accessKey?: string } = {};
   if (newest && newest.newETag === (current.etag ?? undefined)) {

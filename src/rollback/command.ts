@@ -6,6 +6,8 @@
  *
  *   casket rollback --endpoint URL --access-key K --secret-key S --agent NAME
  *       --since TIME [--until TIME] [--bucket B] [--prefix P] [--dry-run] [--json]
+ *   casket rollback --endpoint URL --access-key K --secret-key S --changeset ID
+ *       [--since TIME] [--dry-run] [--json]
  *   env CASKET_ROLLBACK_ENDPOINT, CASKET_ROLLBACK_ACCESS_KEY, CASKET_ROLLBACK_SECRET_KEY
  *
  * Exit status (README "Rollback"): 0 every key is back (restored or already
@@ -25,6 +27,10 @@ export const ROLLBACK_USAGE = `usage:
       e.g. 2026-11-25T14:00:00Z) on the casket at URL, signed with an admin key;
       a key someone else wrote since is left alone and reported with its diff
       (env CASKET_ROLLBACK_ENDPOINT, CASKET_ROLLBACK_ACCESS_KEY, CASKET_ROLLBACK_SECRET_KEY)
+  casket rollback --endpoint URL --access-key K --secret-key S --changeset ID
+                  [--since TIME] [--dry-run] [--json]
+      undo one changeset as a unit: every key it wrote goes back, or none does
+      when any of them was written since (--since: search the write log from then)
   exit status: 0 all keys back, 3 some left (conflicts, unrecoverable), 1 not run, 2 usage
 `;
 
@@ -37,6 +43,7 @@ const VALUED: Record<string, string | undefined> = {
   '--access-key': 'CASKET_ROLLBACK_ACCESS_KEY',
   '--secret-key': 'CASKET_ROLLBACK_SECRET_KEY',
   '--agent': undefined,
+  '--changeset': undefined,
   '--since': undefined,
   '--until': undefined,
   '--bucket': undefined,
@@ -85,13 +92,18 @@ function indent(text: string): string {
 /** The readable summary of an answer. */
 export function summary(a: RollbackAnswer): string {
   const lines: string[] = [];
-  lines.push(`rollback of agent "${a.agent}" since ${a.since}${a.until ? ` until ${a.until}` : ''}${a.dryRun ? ' — dry run: nothing written' : ` — written as "${a.writtenAs}"`}`);
+  const what = a.changeset !== undefined ? `changeset ${a.changeset} (by "${a.agent}", as a unit)` : `agent "${a.agent}" since ${a.since}${a.until ? ` until ${a.until}` : ''}`;
+  lines.push(`rollback of ${what}${a.dryRun ? ' — dry run: nothing written' : ` — written as "${a.writtenAs}"${a.restoredAs ? ` in changeset ${a.restoredAs}` : ''}`}`);
   lines.push(`${a.dryRun ? 'would restore' : 'restored'} ${a.restored.length}:`);
   for (const r of a.restored) lines.push(`  ${r.action === 'delete' ? 'delete' : 'put   '} ${at(r.bucket, r.key)}  ${version(r.from)} → ${version(r.to)}${r.source ? ` (from ${r.source})` : ''}`);
   lines.push(`conflicts ${a.conflicts.length} (someone else wrote since; left as they are):`);
   for (const c of a.conflicts) lines.push(conflictLines(c));
   lines.push(`unrecoverable ${a.unrecoverable.length}:`);
   for (const u of a.unrecoverable) lines.push(`  ${at(u.bucket, u.key)}  ${version(u.goalETag)}: ${u.reason}`);
+  if (a.notRestored !== undefined) {
+    lines.push(`not restored ${a.notRestored.length} (the changeset goes back whole or not at all; left as they are):`);
+    for (const u of a.notRestored) lines.push(`  ${at(u.bucket, u.key)}  ${version(u.etag)}`);
+  }
   lines.push(`unchanged ${a.unchanged.length} (already at the version to restore):`);
   for (const u of a.unchanged) lines.push(`  ${at(u.bucket, u.key)}  ${version(u.etag)}`);
   return `${lines.join('\n')}\n`;
@@ -112,9 +124,10 @@ export async function rollbackCommand(argv: readonly string[], env: Record<strin
   const endpoint = required(values, '--endpoint');
   const accessKeyId = required(values, '--access-key');
   const secretAccessKey = required(values, '--secret-key');
+  const changeset = values['--changeset'];
   const request = {
-    agent: required(values, '--agent'),
-    since: time('--since', required(values, '--since')),
+    ...(changeset !== undefined ? { changeset, ...(values['--agent'] !== undefined && { agent: values['--agent'] }) } : { agent: required(values, '--agent') }),
+    ...((changeset === undefined || values['--since'] !== undefined) && { since: time('--since', required(values, '--since')) }),
     ...(values['--until'] !== undefined && { until: time('--until', values['--until']) }),
     ...(values['--bucket'] !== undefined && { bucket: values['--bucket'] }),
     ...(values['--prefix'] !== undefined && { prefix: values['--prefix'] }),

@@ -11,7 +11,9 @@ import { signedRequestFromNode, verifySigV4 } from '../auth/sigv4.js';
 import type { Services } from '../s3/context.js';
 import type { HandleOptions } from '../s3/handle.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
+import type { ChangesetEngine } from '../changesets/commit.js';
 import { runRollback } from './apply.js';
+import { rollbackChangeset } from './changeset.js';
 import { parseRollbackRequest, ROLLBACK_PATH } from './plan.js';
 
 export { ROLLBACK_PATH };
@@ -25,7 +27,7 @@ export interface RollbackResponse {
 }
 
 /** `readBody` is called only once the caller is known to be an admin and the body's declared length is small. */
-export async function rollbackEndpoint(incoming: IncomingMessage | undefined, readBody: () => Promise<ArrayBuffer>, services: Services, options: HandleOptions): Promise<RollbackResponse> {
+export async function rollbackEndpoint(incoming: IncomingMessage | undefined, readBody: () => Promise<ArrayBuffer>, services: Services, options: HandleOptions, changesets: ChangesetEngine): Promise<RollbackResponse> {
   try {
     if (!incoming) throw new Error('the rollback endpoint needs a socket');
     const req = signedRequestFromNode(incoming.method ?? 'POST', incoming.url ?? ROLLBACK_PATH, incoming.rawHeaders);
@@ -41,8 +43,9 @@ export async function rollbackEndpoint(incoming: IncomingMessage | undefined, re
       throw new S3Error('XAmzContentSHA256Mismatch', 'Sign the rollback request with the SHA-256 of its body as x-amz-content-sha256.');
     }
     const request = parseRollbackRequest(body);
-    const answer = await runRollback(services, options, auth.credential, request);
-    services.log.info({ agent: answer.agent, by: auth.credential.accessKeyId, dryRun: answer.dryRun, restored: answer.restored.length, conflicts: answer.conflicts.length, unrecoverable: answer.unrecoverable.length, unchanged: answer.unchanged.length }, 'rollback');
+    const { changeset } = request;
+    const answer = changeset !== undefined ? await rollbackChangeset(services, options, changesets, auth.credential, { ...request, changeset }) : await runRollback(services, options, changesets, auth.credential, request);
+    services.log.info({ agent: answer.agent, ...(answer.changeset !== undefined && { changeset: answer.changeset }), by: auth.credential.accessKeyId, dryRun: answer.dryRun, restored: answer.restored.length, conflicts: answer.conflicts.length, unrecoverable: answer.unrecoverable.length, unchanged: answer.unchanged.length }, 'rollback');
     return { status: 200, body: answer };
   } catch (e) {
     if (isS3Error(e)) return { status: e.status, body: { error: e.code, message: e.message } };

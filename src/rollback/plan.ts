@@ -15,8 +15,12 @@ import { S3Error } from '../vocabulary/errors.js';
 export const ROLLBACK_PATH = '/_casket/rollback';
 
 export interface RollbackRequest {
+  /** The agent whose writes to undo; with `changeset`, '' (whoever wrote it) or the one it must have been. */
   agent: string;
+  /** The window's start; with `changeset`, the epoch unless given (how far back the write log is searched). */
   since: Date;
+  /** Undo this changeset as a unit (changeset.ts): every key it wrote, or none. */
+  changeset?: string;
   until?: Date;
   bucket?: string;
   prefix?: string;
@@ -80,6 +84,12 @@ export interface Unchanged {
 
 export interface RollbackAnswer {
   agent: string;
+  /** The changeset undone as a unit, when the request named one. */
+  changeset?: string;
+  /** The id of the changeset that wrote the restores (they land together). */
+  restoredAs?: string;
+  /** A changeset's keys left as they are because another of its keys could not be restored. */
+  notRestored?: Unchanged[];
   /** The agent name the restores were written as (write log, read stamps). */
   writtenAs: string;
   since: string;
@@ -118,16 +128,20 @@ export function parseRollbackRequest(body: Buffer): RollbackRequest {
   }
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) throw new S3Error('InvalidArgument', 'The rollback request must be a JSON object.');
   const o = doc as Record<string, unknown>;
-  if (typeof o.agent !== 'string' || o.agent === '') throw new S3Error('InvalidArgument', 'agent is required: the agent whose writes to undo.');
-  const since = instant('since', o.since);
+  if (o.changeset !== undefined && (typeof o.changeset !== 'string' || o.changeset === '')) throw new S3Error('InvalidArgument', 'changeset must be the id of a changeset, as its commit answered it.');
+  const changeset = o.changeset as string | undefined;
+  if (changeset !== undefined && o.agent !== undefined && typeof o.agent !== 'string') throw new S3Error('InvalidArgument', 'agent must be a string.');
+  if (changeset === undefined && (typeof o.agent !== 'string' || o.agent === '')) throw new S3Error('InvalidArgument', 'agent is required: the agent whose writes to undo (or changeset: one changeset to undo).');
+  const since = instant('since', o.since) ?? (changeset !== undefined ? new Date(0) : undefined);
   if (!since) throw new S3Error('InvalidArgument', 'since is required: the start of the window, ISO 8601.');
   const until = instant('until', o.until);
   if (until && until < since) throw new S3Error('InvalidArgument', 'until is before since.');
   for (const name of ['bucket', 'prefix'] as const) if (o[name] !== undefined && typeof o[name] !== 'string') throw new S3Error('InvalidArgument', `${name} must be a string.`);
   if (o.dryRun !== undefined && typeof o.dryRun !== 'boolean') throw new S3Error('InvalidArgument', 'dryRun must be true or false.');
   return {
-    agent: o.agent,
+    agent: typeof o.agent === 'string' ? o.agent : '',
     since,
+    ...(changeset !== undefined && { changeset }),
     ...(until && { until }),
     ...(typeof o.bucket === 'string' && { bucket: o.bucket }),
     ...(typeof o.prefix === 'string' && o.prefix !== '' && { prefix: o.prefix }),

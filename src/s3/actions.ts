@@ -9,6 +9,8 @@
  * - CreateMultipartUpload, UploadPart, CompleteMultipartUpload: s3:PutObject
  *   (mpuoverview.html#mpuAndPermissions);
  * - DeleteObjects: s3:DeleteObject per key, checked in its handler;
+ * - PostObject (a browser form): s3:PutObject on the form's key, for the key
+ *   that signed the form (RESTObjectPOST: "you must have WRITE access");
  * - ListObjects(V2) carries the `s3:prefix` condition key;
  * - a PutObject that asks for a merge (`x-casket-merge`, merge-write.ts) reads
  *   the versions of the key it merges with: s3:GetObject on it as well, as
@@ -21,6 +23,16 @@
  *   s3:GetObjectVersion, s3:DeleteObjectVersion,
  *   s3:GetObjectVersionAttributes (API_GetObject, API_DeleteObject
  *   "Permissions"; docs/design.md §10).
+ * - a write that asks for tags, a lock or an ACL with it (x-amz-tagging,
+ *   x-amz-object-lock-*, x-amz-acl / x-amz-grant-*) also needs the action
+ *   that sets them on their own: s3:PutObjectTagging, s3:PutObjectRetention,
+ *   s3:PutObjectLegalHold, s3:PutObjectAcl (API_PutObject "Permissions"; a
+ *   canned `private` ACL grants nothing and needs no ACL action,
+ *   object-lock-managing.html); a CreateBucket with Object Lock needs
+ *   s3:PutBucketObjectLockConfiguration and s3:PutBucketVersioning, with an
+ *   ACL s3:PutBucketAcl, with x-amz-object-ownership
+ *   s3:PutBucketOwnershipControls (API_CreateBucket "Permissions"); a delete
+ *   that bypasses governance retention needs s3:BypassGovernanceRetention.
  * Known gaps: the s3:delimiter / s3:max-keys condition keys are not supplied.
  */
 import type { Access } from '../auth/policy.js';
@@ -41,10 +53,42 @@ const listingAs =
   (action: string) =>
   (r: ActionRequest): Access[] => [{ action, resource: bucketArn(r), context: { 's3:prefix': r.query.get('prefix') ?? '' } }];
 const listing = listingAs('s3:ListBucket');
+/**
+ * An ACL that grants something: a grant header, or a canned ACL other than
+ * `private`. `private` is what an object or bucket has without any ACL, and
+ * what rclone sends on every upload by default (its `acl` option): asking for
+ * it grants no one anything, so it needs no ACL action — a key limited to
+ * s3:PutObject on its prefix still uploads with rclone (test/clients/restricted-keys).
+ */
+function grantsAcl(h: Record<string, string>): boolean {
+  const canned = h['x-amz-acl'];
+  return (canned !== undefined && canned.trim().toLowerCase() !== 'private') || Object.keys(h).some((name) => name.startsWith('x-amz-grant-'));
+}
+/** What a write's tagging, Object Lock and ACL headers need besides s3:PutObject (see the file comment). */
+function writeExtras(r: ActionRequest, tagging = r.headers['x-amz-tagging'] !== undefined): Access[] {
+  const h = r.headers;
+  const needs: string[] = [];
+  if (tagging) needs.push('s3:PutObjectTagging');
+  if (h['x-amz-object-lock-mode'] !== undefined || h['x-amz-object-lock-retain-until-date'] !== undefined) needs.push('s3:PutObjectRetention');
+  if (h['x-amz-object-lock-legal-hold'] !== undefined) needs.push('s3:PutObjectLegalHold');
+  if (grantsAcl(h)) needs.push('s3:PutObjectAcl');
+  return needs.map((action) => ({ action, resource: objectArn(r) }));
+}
+const createUpload = (r: ActionRequest): Access[] => [{ action: 's3:PutObject', resource: objectArn(r) }, ...writeExtras(r)];
+const createBucket = (r: ActionRequest): Access[] => {
+  const h = r.headers;
+  const needs = ['s3:CreateBucket'];
+  if (h['x-amz-bucket-object-lock-enabled']?.toLowerCase() === 'true') needs.push('s3:PutBucketObjectLockConfiguration', 's3:PutBucketVersioning');
+  if (grantsAcl(h)) needs.push('s3:PutBucketAcl');
+  if (h['x-amz-object-ownership'] !== undefined) needs.push('s3:PutBucketOwnershipControls');
+  return needs.map((action) => ({ action, resource: bucketArn(r) }));
+};
 const copy = (r: ActionRequest): Access[] => {
   const source = parseCopySource(r.headers);
+  const replacesTags = (r.headers['x-amz-tagging-directive'] ?? '').toUpperCase() === 'REPLACE' && r.headers['x-amz-tagging'] !== undefined;
   return [
     { action: 's3:PutObject', resource: objectArn(r) },
+    ...(r.operation === 'CopyObject' ? writeExtras(r, replacesTags) : []),
     { action: source.versionId !== undefined ? 's3:GetObjectVersion' : 's3:GetObject', resource: `${S3_ARN}${source.bucket}/${source.key}` },
   ];
 };
@@ -52,6 +96,12 @@ const copy = (r: ActionRequest): Access[] => {
 const put = (r: ActionRequest): Access[] => [
   { action: 's3:PutObject', resource: objectArn(r) },
   ...(r.headers['x-casket-merge'] !== undefined ? [{ action: 's3:GetObject', resource: objectArn(r) }] : []),
+  ...writeExtras(r),
+];
+/** DeleteObject; bypassing a governance-mode retention is an action of its own. */
+const deleteObject = (r: ActionRequest): Access[] => [
+  ...onObjectVersion('s3:DeleteObject', 's3:DeleteObjectVersion')(r),
+  ...(r.headers['x-amz-bypass-governance-retention']?.toLowerCase() === 'true' ? [{ action: 's3:BypassGovernanceRetention', resource: objectArn(r) }] : []),
 ];
 /** The action, or its version form when the request names a version. */
 const onObjectVersion = (action: string, versionAction: string) => (r: ActionRequest): Access[] => [{ action: r.query.has('versionId') ? versionAction : action, resource: objectArn(r) }];
@@ -102,14 +152,19 @@ function unmodeled(r: ActionRequest): Access[] {
   const method = r.method.toUpperCase() as keyof ByMethod;
   // A combination S3 has no action for: named after the method and the
   // sub-resource, which only `s3:*` (or a matching wildcard) allows.
-  const name = table[subresource]?.[method] ?? `${method === 'GET' ? 'Get' : 'Put'}${subresource.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase())}`;
-  return [{ action: `s3:${name}`, resource: onKey ? objectArn(r) : bucketArn(r) }];
+  let name = table[subresource]?.[method] ?? `${method === 'GET' ? 'Get' : 'Put'}${subresource.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase())}`;
+  // A version's tags have actions of their own (s3:GetObjectVersionTagging...).
+  if (onKey && subresource === 'tagging' && r.query.has('versionId')) name = name.replace(/^(Get|Put|Delete)Object/, '$1ObjectVersion');
+  const access: Access[] = [{ action: `s3:${name}`, resource: onKey ? objectArn(r) : bucketArn(r) }];
+  // A retention loosened in governance mode needs the bypass as well (object-lock-managing.html).
+  if (onKey && subresource === 'retention' && r.headers['x-amz-bypass-governance-retention']?.toLowerCase() === 'true') access.push({ action: 's3:BypassGovernanceRetention', resource: objectArn(r) });
+  return access;
 }
 
 const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   // ListBuckets filters what it shows by what the key may touch (buckets.ts).
   ListBuckets: () => [{ action: 's3:ListAllMyBuckets', resource: '*' }],
-  CreateBucket: onBucket('s3:CreateBucket'),
+  CreateBucket: createBucket,
   HeadBucket: onBucket('s3:ListBucket'),
   DeleteBucket: onBucket('s3:DeleteBucket'),
   GetBucketLocation: onBucket('s3:GetBucketLocation'),
@@ -137,11 +192,13 @@ const ACTIONS: Record<Operation, (r: ActionRequest) => Access[]> = {
   HeadObject: onObjectVersion('s3:GetObject', 's3:GetObjectVersion'),
   GetObjectAttributes: onObjectVersion('s3:GetObjectAttributes', 's3:GetObjectVersionAttributes'),
   PutObject: put,
+  // The key is the form's (with ${filename} substituted), known once the fields before the file are read (handle.ts).
+  PostObject: onObject('s3:PutObject'),
   CopyObject: copy,
-  DeleteObject: onObjectVersion('s3:DeleteObject', 's3:DeleteObjectVersion'),
-  GetObjectAcl: onObject('s3:GetObjectAcl'),
-  PutObjectAcl: onObject('s3:PutObjectAcl'),
-  CreateMultipartUpload: onObject('s3:PutObject'),
+  DeleteObject: deleteObject,
+  GetObjectAcl: onObjectVersion('s3:GetObjectAcl', 's3:GetObjectVersionAcl'),
+  PutObjectAcl: onObjectVersion('s3:PutObjectAcl', 's3:PutObjectVersionAcl'),
+  CreateMultipartUpload: createUpload,
   UploadPart: onObject('s3:PutObject'),
   UploadPartCopy: copy,
   CompleteMultipartUpload: onObject('s3:PutObject'),

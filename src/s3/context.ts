@@ -14,6 +14,7 @@ import type { Retainer } from '../retention/retainer.js';
 import type { AccessCheck } from './access.js';
 import type { Operation } from './operations.js';
 import type { S3Response } from './respond.js';
+import type { Gate } from '../changesets/locks.js';
 
 export interface RequestContext {
   requestId: string;
@@ -40,6 +41,12 @@ export interface RequestContext {
    * auth and preconditions have passed.
    */
   payload(options?: Pick<PayloadOptions, 'md5' | 'checksum' | 'ignoreChecksumHeaders'>): Payload;
+  /**
+   * PostObject only: the form's fields (names lowercased), read before the
+   * file (s3/post-form.ts). `headers` then holds what the fields say as
+   * headers (operations/post-object.ts), `body` the file part.
+   */
+  postForm?: { fields: ReadonlyMap<string, string>; secure: boolean };
 }
 
 export interface Services {
@@ -58,6 +65,12 @@ export interface Services {
   diffMaxBytes?: number;
   /** Where committed writes are told, for the event stream and webhooks (src/events/); absent: nobody listens. */
   events?: EventSink;
+  /**
+   * Per-key gates that order changesets against single writes and reads
+   * (src/changesets/locks.ts; shared-gate.ts with --state redis); absent: no
+   * changesets (single writes pay nothing).
+   */
+  gate?: Gate;
 }
 
 /**
@@ -83,6 +96,8 @@ export interface WriteNotice {
   deleteMarker?: boolean;
   /** The write is the merged content of a three-way merge (s3/merge-write.ts). */
   merged?: boolean;
+  /** The write is one entry of a changeset (src/changesets/): its id, shared by the other entries. */
+  changeset?: string;
   /** Refusals: casket's reason, the status and S3 error code answered, the current ETag. */
   reason?: string;
   status?: number;

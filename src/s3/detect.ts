@@ -72,6 +72,8 @@ export function detectOperation(method: string, bucket: string | undefined, key:
         return 'DeleteBucket';
       case 'POST':
         if (has('delete')) return 'DeleteObjects';
+        // POST Object (RESTObjectPOST): a form upload to the bucket itself, no sub-resource.
+        if (query.toString() === '') return 'PostObject';
         break;
       default:
         throw new S3Error('MethodNotAllowed');

@@ -16,6 +16,7 @@ import { GetObjectAttributes } from './operations/get-object-attributes.js';
 import { ListObjectVersions } from './operations/list-object-versions.js';
 import { ListObjects, ListObjectsV2 } from './operations/list-objects.js';
 import * as multipart from './operations/multipart.js';
+import { PostObject } from './operations/post-object.js';
 import { PutObject } from './operations/put-object.js';
 import { Unmodeled } from './operations/unmodeled.js';
 
@@ -46,6 +47,7 @@ export const HANDLERS: Record<Operation, Handler> = {
   HeadObject,
   GetObjectAttributes,
   PutObject,
+  PostObject,
   CopyObject,
   DeleteObject,
   GetObjectAcl: bucketConfig.GetObjectAcl,

@@ -21,10 +21,13 @@ import { payloadFactory, type RequestContext, type Services } from './context.js
 import { actualRequestHeaders, preflight } from './cors.js';
 import { detectOperation } from './detect.js';
 import { refuseEncryption } from './encryption.js';
+import { refuseObjectLock } from './passthrough.js';
 import { HANDLERS } from './dispatch.js';
 import { S3Error, isS3Error } from '../vocabulary/errors.js';
 import type { Operation } from './operations.js';
 import { refusalError } from './refusal-error.js';
+import { readPostForm, type PostForm } from './post-form.js';
+import { postObjectRequest } from './post-request.js';
 import { errorResponse, OBJECT_BODY_HEADERS, type S3Response } from './respond.js';
 import { CHANGED_SINCE_READ_HEADER, changedSinceReadHeader, wantsChangedSinceRead } from './changed-since-read-header.js';
 
@@ -84,6 +87,13 @@ function wantsSuffixedETag(userAgent: string | undefined): boolean {
   return userAgent === undefined || userAgent.trim() === '' || MD5_ETAG_CLIENTS.test(userAgent);
 }
 
+/**
+ * How much of a form's rest casket reads after answering it (a refused file,
+ * fields after the file): enough for a browser's small form to keep its
+ * connection; a larger rest is not received, the connection is closed.
+ */
+const FORM_DISCARD_BYTES = 1024 * 1024;
+
 const READ_ONLY: ReadonlySet<Operation> = new Set<Operation>(['GetObject', 'HeadObject', 'GetObjectAttributes', 'ListObjects', 'ListObjectsV2', 'ListObjectVersions', 'HeadBucket', 'GetBucketLocation']);
 
 /**
@@ -104,6 +114,7 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
   const rawPath = q < 0 ? req.url : req.url.slice(0, q);
   const rawQuery = q < 0 ? '' : req.url.slice(q + 1);
   const outcome: Outcome = { requestId, response: { status: 500, headers: {} } };
+  let form: PostForm | undefined;
   let etagSuffix = options.etagSuffix === 'always';
   try {
     if (options.etagSuffix === 'auto') etagSuffix = wantsSuffixedETag(req.headers['user-agent']);
@@ -137,13 +148,25 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
       const missing = await missingSessionToken(services.state, tokenless);
       if (missing) throw missing;
     }
-    const auth = req.verified ?? verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, lookup, options.domain !== undefined ? { domain: options.domain } : {});
+    let auth = req.verified ?? verifySignature({ method: req.method, rawPath, rawQuery, headers: req.headers }, lookup, options.domain !== undefined ? { domain: options.domain } : {});
     const target = resolveTarget(rawPath, req.headers.host, options.domain);
     outcome.bucket = target.bucket;
     outcome.key = target.key;
     const query = new URLSearchParams(rawQuery);
     const operation = detectOperation(req.method, target.bucket, target.key, query, req.headers);
     outcome.operation = operation;
+    let { key } = target;
+    let headers = req.headers;
+    let body = req.body;
+    let payload = payloadFactory(req.body, auth, req.headers, req.sendContinue);
+    let postForm: RequestContext['postForm'];
+    if (operation === 'PostObject') {
+      // The form carries the signature, the key and the headers (s3/post-request.ts): read up to its file part.
+      req.sendContinue();
+      form = await readPostForm(req.body, req.headers['content-type']);
+      ({ auth, key, headers, body, payload, postForm } = await postObjectRequest(form, target.bucket!, req, options.lookup, services.state));
+      outcome.key = key;
+    }
     if (!auth && !(options.anonymous === 'read' && READ_ONLY.has(operation))) {
       throw new S3Error('AccessDenied', 'Anonymous access is not allowed: sign requests with a casket access key.');
     }
@@ -153,23 +176,26 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     outcome.accessKey = credential?.accessKeyId;
     // Policies (docs/design.md §7): checked once here, before any handler asks for the body.
     const access = accessFor(credential, (denial) => (outcome.denials ??= []).push(denial));
-    for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key: target.key, query, headers: req.headers })) access.authorize(needed);
-    refuseEncryption(req.headers, req.secure === true);
+    for (const needed of requiredAccess({ operation, method: req.method, bucket: target.bucket, key, query, headers })) access.authorize(needed);
+    // A form's encryption fields ask what PutObject's headers ask (encryption.ts); so do its lock fields.
+    refuseEncryption(headers, req.secure === true, services.backend.forward !== undefined, operation === 'PostObject' ? 'PutObject' : operation);
+    refuseObjectLock(headers, services.backend.forward !== undefined);
     const ctx: RequestContext = {
       requestId,
       operation,
       method: req.method,
       bucket: target.bucket,
-      key: target.key,
+      key,
       query,
-      headers: req.headers,
+      headers,
       auth,
       accessKey: credential?.accessKeyId,
       agent,
       access,
       etagSuffix,
-      body: req.body,
-      payload: payloadFactory(req.body, auth, req.headers, req.sendContinue),
+      body,
+      payload,
+      ...(postForm && { postForm }),
     };
     outcome.response = await HANDLERS[operation](ctx, services);
   } catch (e) {
@@ -186,6 +212,8 @@ export async function handleS3(req: RawRequest, services: Services, options: Han
     outcome.error = err;
     outcome.response = errorResponse(err, requestId, rawPath, req.method);
   }
+  // The rest of a form (the refused file, fields after it), so a small one keeps its connection.
+  await form?.discard(FORM_DISCARD_BYTES);
   if (req.headers.origin !== undefined && req.method !== 'OPTIONS') {
     Object.assign(outcome.response.headers, await actualRequestHeaders(services.backend, outcome.bucket, req.method, req.headers));
   }

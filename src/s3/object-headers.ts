@@ -9,7 +9,7 @@
  * Python's http.client) decode it themselves
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
  */
-import { OBJECT_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
+import { ANSWERED_HEADER_NAMES, ENCRYPTION_HEADER_NAMES, LOCK_HEADER_NAMES, OBJECT_HEADER_NAMES, WRITE_ONLY_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
 import { formatETag } from '../vocabulary/etag.js';
 import { S3Error } from '../vocabulary/errors.js';
 import { httpDate } from './respond.js';
@@ -22,7 +22,12 @@ const MAX_METADATA_BYTES = 2048;
 /** S3 answers this Content-Type for objects stored without one. */
 export const DEFAULT_CONTENT_TYPE = 'binary/octet-stream';
 
-export function objectHeadersFrom(headers: Record<string, string>): ObjectHeaders {
+/**
+ * A write's representation and encryption headers; `upstream`: also its
+ * Object Lock, tags and ACL, which only an upstream keeps (issue 44; the
+ * embedded store refuses a lock, src/s3/passthrough.ts).
+ */
+export function objectHeadersFrom(headers: Record<string, string>, upstream = false): ObjectHeaders {
   const out: ObjectHeaders = {};
   for (const [field, name] of STORED) {
     let value = headers[name];
@@ -34,6 +39,38 @@ export function objectHeadersFrom(headers: Record<string, string>): ObjectHeader
     }
     out[field] = value;
   }
+  return { ...out, ...encryptionFrom(headers), ...(upstream && passedThroughFrom(headers)) };
+}
+
+/** The Object Lock, tagging and ACL request headers of a write (a copy's own, never its source's). */
+export function passedThroughFrom(headers: Record<string, string>): ObjectHeaders {
+  const out: ObjectHeaders = {};
+  for (const [field, name] of [...LOCK_HEADER_NAMES, ...WRITE_ONLY_HEADER_NAMES]) if (headers[name] !== undefined) out[field] = headers[name];
+  return out;
+}
+
+/** The SSE-S3 / SSE-KMS request headers (a copy's own, never its source's). */
+export function encryptionFrom(headers: Record<string, string>): ObjectHeaders {
+  const out: ObjectHeaders = {};
+  for (const [field, name] of ENCRYPTION_HEADER_NAMES) if (headers[name] !== undefined) out[field] = headers[name];
+  return out;
+}
+
+/**
+ * A source's headers less its encryption, lock, tags and ACL: a copy is
+ * encrypted, locked and granted as its own request asks, and tagged as its
+ * x-amz-tagging-directive says (API_CopyObject).
+ */
+export function withoutEncryption(headers: ObjectHeaders): ObjectHeaders {
+  const out = { ...headers };
+  for (const [field] of [...ENCRYPTION_HEADER_NAMES, ...ANSWERED_HEADER_NAMES, ...WRITE_ONLY_HEADER_NAMES]) delete out[field];
+  return out;
+}
+
+/** The encryption headers an answer carries for a version (PutObject, CopyObject, GetObject, HeadObject). */
+export function encryptionHeaders(headers: ObjectHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [field, name] of ENCRYPTION_HEADER_NAMES) if (headers[field] !== undefined) out[name] = headers[field]!;
   return out;
 }
 
@@ -63,6 +100,8 @@ export function objectResponseHeaders(info: ObjectInfo, etagSuffix: boolean, que
     const value = info.headers[field];
     if (value !== undefined && name !== 'content-type') h[name] = value;
   }
+  Object.assign(h, encryptionHeaders(info.headers));
+  for (const [field, name] of ANSWERED_HEADER_NAMES) if (info.headers[field] !== undefined) h[name] = info.headers[field]!;
   for (const [name, value] of Object.entries(info.metadata)) h[`x-amz-meta-${name}`] = value;
   if (info.writer) h['x-casket-writer'] = info.writer;
   Object.assign(h, versionHeader(info));

@@ -32,6 +32,8 @@ export const OPERATIONS = [
   'HeadObject',
   'GetObjectAttributes',
   'PutObject',
+  /** A browser-form upload (RESTObjectPOST): a PutObject whose headers and signature travel as form fields. */
+  'PostObject',
   'CopyObject',
   'DeleteObject',
   'GetObjectAcl',

@@ -20,11 +20,13 @@ export interface PutVersion {
   buffered?: boolean;
   /** false: the agent rules were applied to the edit this merge carries (GuardedWrite.agentRules). */
   agentRules?: false;
+  /** The operation the write log and events name: PutObject unless a form upload (PostObject). */
+  operation?: 'PutObject' | 'PostObject';
 }
 
 export async function putVersion(ctx: RequestContext, services: Services, v: PutVersion): Promise<ObjectInfo> {
   const { bucket, key } = requireKey(ctx);
-  const headers = objectHeadersFrom(ctx.headers);
+  const headers = objectHeadersFrom(ctx.headers, services.backend.forward !== undefined);
   const metadata = metadataFrom(ctx.headers);
   const declared = v.declaredSha256;
   const length = v.contentLength;
@@ -34,7 +36,7 @@ export async function putVersion(ctx: RequestContext, services: Services, v: Put
     services,
     bucket,
     key,
-    operation: 'PutObject',
+    operation: v.operation ?? 'PutObject',
     conditions: v.conditions,
     ...(declared !== undefined && { declaredSha256: declared }),
     bodyComing: v.buffered === true || !expectsContinue,

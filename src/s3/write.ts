@@ -70,6 +70,12 @@ export interface GuardedWrite<T> {
    * the write is still recorded as the agent's.
    */
   agentRules?: false;
+  /**
+   * The write is an entry of this changeset (src/changesets/commit.ts), which
+   * holds the key already: it does not wait on the gate, and its write-log
+   * entry and event carry the id.
+   */
+  changeset?: string;
 }
 
 /** Refusals that link a diff from the agent's last-seen version (docs/design.md §6). */
@@ -85,13 +91,12 @@ export function diffPath(bucket: string, key: string, from: string, to: string):
  * when casket kept that version. Degrades to the refusal as it was when the
  * state or retention store cannot tell.
  */
-async function withDiff<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
-  const { retainer, state } = w.services;
-  const agent = w.ctx.agent;
+async function withDiff(r: Refusal, services: Services, agent: string | undefined): Promise<Refusal> {
+  const { retainer, state } = services;
   if (!agent || !retainer || !r.current || r.details.diff || !DIFF_REFUSALS.has(r.reason)) return r;
-  const from = r.lastSeenETag ?? (await state.getStamp(agent, w.bucket, w.key).catch(() => undefined))?.etag;
-  if (from === undefined || from === r.current.etag || !(await retainer.touch({ bucket: w.bucket, key: w.key, etag: from }))) return r;
-  return new Refusal(r.reason, r.bucket, r.key, r.current, from, { ...r.details, diff: diffPath(w.bucket, w.key, from, r.current.etag) });
+  const from = r.lastSeenETag ?? (await state.getStamp(agent, r.bucket, r.key).catch(() => undefined))?.etag;
+  if (from === undefined || from === r.current.etag || !(await retainer.touch({ bucket: r.bucket, key: r.key, etag: from }))) return r;
+  return new Refusal(r.reason, r.bucket, r.key, r.current, from, { ...r.details, diff: diffPath(r.bucket, r.key, from, r.current.etag) });
 }
 
 /**
@@ -102,9 +107,9 @@ async function withDiff<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
  * state store that cannot answer leaves the refusal as it was, a 412 and not
  * a 503 (the refusal does not depend on it).
  */
-async function withWriter<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
+async function withWriter(r: Refusal, services: Services): Promise<Refusal> {
   if (!r.current || r.current.writer || r.details.writerAccessKey) return r;
-  const last = await w.services.state.lastWrite(w.bucket, w.key).catch(() => undefined);
+  const last = await services.state.lastWrite(r.bucket, r.key).catch(() => undefined);
   if (!last || last.agent !== undefined || last.newETag !== r.current.etag) return r;
   // Stryker disable next-line ConditionalExpression: a writerAccessKey left undefined names nobody, as an absent one does (every reader tests it for truth)
   if (last.accessKey === undefined) return r;
@@ -120,12 +125,27 @@ async function withWriter<T>(r: Refusal, w: GuardedWrite<T>): Promise<Refusal> {
  * its own landed attempt from a conflict.
  */
 export async function guardedWrite<T>(w: GuardedWrite<T>): Promise<T> {
+  // Ordered before or after any changeset on this key, never between its
+  // check and its last entry (src/changesets/locks.ts): one Map lookup when
+  // no changeset holds the key.
+  const release = w.changeset === undefined ? await w.services.gate?.shared(w.bucket, w.key) : undefined;
   try {
     return await guardedWriteOnce(w);
   } catch (e) {
-    if (e instanceof Refusal) throw await withDiff(await withWriter(e, w), w);
+    if (e instanceof Refusal) throw await explainRefusal(e, w.services, w.ctx.agent);
     throw e;
+  } finally {
+    release?.();
   }
+}
+
+/**
+ * A refusal as every write path answers it: with the writer of the current
+ * version and the diff since the agent's read (withWriter, withDiff). A
+ * changeset explains each refused entry with it (src/changesets/commit.ts).
+ */
+export async function explainRefusal(r: Refusal, services: Services, agent: string | undefined): Promise<Refusal> {
+  return withDiff(await withWriter(r, services), services, agent);
 }
 
 async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
@@ -208,6 +228,7 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
         agent: w.ctx.agent,
         accessKey: w.ctx.accessKey,
         invocationId,
+        ...(w.changeset !== undefined && { changeset: w.changeset }),
         previousETag,
         ...(written && { newETag: written.etag }),
         versionId,
@@ -222,7 +243,8 @@ async function guardedWriteOnce<T>(w: GuardedWrite<T>): Promise<T> {
     versionId,
     // A delete that made a version made a delete marker (API_DeleteObject, versioned bucket).
     ...(w.deletes && versionId !== undefined && { deleteMarker: true }),
-    ...(w.agentRules === false && { merged: true }),
+    ...(w.agentRules === false && w.changeset === undefined && { merged: true }),
+    ...(w.changeset !== undefined && { changeset: w.changeset }),
   });
   return result;
 }

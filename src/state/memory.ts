@@ -82,6 +82,11 @@ export class MemoryStateStore implements StateStore {
     while (this.last.size > this.limits.maxEntries) this.last.delete(this.last.keys().next().value!);
   }
 
+  /** Every append goes through this object (it is the process's own). */
+  async writeLogVersion(): Promise<number> {
+    return this.appended;
+  }
+
   async lastWrite(bucket: string, key: string): Promise<WriteLogEntry | undefined> {
     const e = this.last.get([bucket, key].join(SEP));
     return e && Date.now() - e.at.getTime() <= this.limits.ttlMs ? e : undefined;

@@ -59,6 +59,8 @@ export interface WriteLogEntry {
    * repeats (docs/design.md §3, exact retries).
    */
   invocationId?: string;
+  /** The changeset the write was an entry of (src/changesets/): its entries share it. */
+  changeset?: string;
   /**
    * Where the entry sits in the log, set by listWriteLog: an opaque cursor
    * for the next page (WriteLogQuery.before). Never stored.
@@ -182,12 +184,30 @@ export interface StateStore {
   /** The agent's own write counts as a full read of what it wrote. */
   recordWrite(agent: string, bucket: string, key: string, etag: string, size: number): Promise<void>;
   getStamp(agent: string, bucket: string, key: string): Promise<ReadStamp | undefined>;
+  /** getStamp for several keys in one query, in the order asked; absent: ask getStamp for each. */
+  getStamps?(agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<Array<ReadStamp | undefined>>;
   listStamps(agent: string): Promise<StampEntry[]>;
   /** Drops the agent's stamp for a key it deleted. */
   forgetStamp(agent: string, bucket: string, key: string): Promise<void>;
 
   appendWriteLog(entry: WriteLogEntry): Promise<void>;
   listWriteLog(query: WriteLogQuery): Promise<WriteLogEntry[]>;
+  /**
+   * A number that changes whenever the write log may have changed: two calls
+   * that answer the same number saw the same log (up to entries expiring).
+   * Only a store no other process appends to can know it without asking
+   * (sqlite, memory); a shared one (redis) has no such method, and its
+   * callers ask the log itself every time.
+   */
+  writeLogVersion?(): Promise<number>;
+  /**
+   * For a store no other process writes stamps to (sqlite): a mark of its
+   * stamps now, and whether any of `keys` of `agent` had its stamp set or
+   * dropped since a mark it gave (true when it can no longer tell). A shared
+   * store (redis) has neither.
+   */
+  stampMark?(): Promise<number>;
+  stampsChangedSince?(mark: number, agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<boolean>;
   /**
    * The newest write-log entry for (bucket, key): who made its current
    * version, when casket made it. A refused write asks it whether it is a

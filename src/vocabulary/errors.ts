@@ -27,6 +27,8 @@ export const S3_ERRORS = {
   InvalidArgument: [400, 'Invalid Argument'],
   InvalidBucketName: [400, 'The specified bucket is not valid.'],
   InvalidDigest: [400, 'The Content-MD5 or checksum value that you specified is not valid.'],
+  // POST Object: a policy that is not a valid document (RESTObjectPOST, ErrorResponses).
+  InvalidPolicyDocument: [400, 'The content of the form does not meet the conditions specified in the policy document.'],
   InvalidPart: [400, 'One or more of the specified parts could not be found. The part might not have been uploaded, or the specified ETag might not have matched the part\'s ETag.'],
   InvalidPartOrder: [400, 'The list of parts was not in ascending order. The parts list must be specified in order by part number.'],
   InvalidPartNumber: [400, 'The requested partnumber is not satisfiable'],
@@ -35,6 +37,9 @@ export const S3_ERRORS = {
   InvalidToken: [400, 'The provided token is malformed or otherwise invalid.'],
   InvalidURI: [400, "Couldn't parse the specified URI."],
   KeyTooLongError: [400, 'Your key is too long.'],
+  // POST Object (RESTObjectPOST): a body that is not multipart/form-data, fields before the file over 20 KB.
+  MalformedPOSTRequest: [400, 'The body of your POST request is not well-formed multipart/form-data.'],
+  MaxPostPreDataLengthExceeded: [400, 'Your POST request fields preceding the upload file were too large.'],
   MalformedXML: [400, 'The XML you provided was not well-formed or did not validate against our published schema.'],
   MetadataTooLarge: [400, 'Your metadata headers exceed the maximum allowed metadata size.'],
   MethodNotAllowed: [405, 'The specified method is not allowed against this resource.'],

@@ -97,8 +97,16 @@ export async function startCasket(options: CasketOptions = {}): Promise<RunningC
   }
 }
 
+/**
+ * Request lines at once (`--log-flush-ms 0`) unless a test sets its own: a
+ * test that asserts what is *not* in the log (no secret, no write by the
+ * wrong caller) must not pass because the line is still held in a batch.
+ * test/project/log-batching.test.ts covers the batching itself.
+ */
+const LOG_AT_ONCE = (args: string[] | undefined): string[] => (args?.includes('--log-flush-ms') ? [] : ['--log-flush-ms', '0']);
+
 async function launch(dataDir: string, credentialsFile: string, admin: Cred, agents: Record<string, Cred>, keys: Record<string, Cred>, options: CasketOptions, ownsDir: boolean, extraArgs: string[] = [], upstream?: Upstream, ownedUpstream?: Upstream): Promise<RunningCasket> {
-  const args = [...(options.nodeArgs ?? []), CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(upstream ? upstreamArgs(upstream) : []), ...(options.args ?? []), ...extraArgs];
+  const args = [...(options.nodeArgs ?? []), CLI, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, '--min-part-size', '5242880', ...(upstream ? upstreamArgs(upstream) : []), ...LOG_AT_ONCE(options.args), ...(options.args ?? []), ...extraArgs];
   const proc = spawn(process.execPath, args, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const logs: string[] = [];
   let stderr = '';

@@ -44,6 +44,7 @@ const EXPECTED: Record<string, typeof READS> = {
   get_file_info: READS,
   what_changed: READS,
   write_file: WRITES,
+  write_files: WRITES,
   edit_file: WRITES,
   apply_patch: WRITES,
   move_file: WRITES,

@@ -37,7 +37,7 @@ describe('MCP over Streamable HTTP', () => {
     const { tools } = await alice.listTools();
     const byName = new Map(tools.map((t) => [t.name, t]));
     const readers = ['read_text_file', 'read_media_file', 'get_file_info', 'list_directory', 'search_files', 'what_changed'];
-    const writers = ['write_file', 'edit_file', 'apply_patch', 'move_file', 'delete_file'];
+    const writers = ['write_file', 'write_files', 'edit_file', 'apply_patch', 'move_file', 'delete_file'];
     expect([...byName.keys()].sort()).toEqual([...readers, ...writers].sort());
     for (const name of readers) expect(byName.get(name)!.annotations, name).toMatchObject({ readOnlyHint: true, openWorldHint: false });
     // Conditional writes replace content and a repeat is refused (the version moved on): destructive, not idempotent.

@@ -111,6 +111,18 @@ describe('what the model sees of each tool answer, in every client', () => {
     seen(refused, [`${bucket}/p.md`, now, 'alice', reread('p.md'), 'Nothing was written']);
   });
 
+  it('write_files: every file and its new etag; refused: each stale file, its current etag, who, the next call', async () => {
+    const files = ['f1', 'f2'].map((n) => ({ path: `${bucket}/wf/${n}.md`, content: `${n}\n`, create_only: true }));
+    const made = await call(bob, 'write_files', { files });
+    expect(made.isError, text(made)).toBeFalsy();
+    const etags = (data(made).files as Array<{ etag: string }>).map((f) => f.etag);
+    seen(made, [`${bucket}/wf/f1.md`, etags[0]!, `${bucket}/wf/f2.md`, etags[1]!]);
+    const now = await aliceEdits('wf/f2.md', 'f2', 'f2 by alice');
+    const stale = await call(bob, 'write_files', { files: files.map((f, i) => ({ path: f.path, content: 'again\n', expected_etag: etags[i] })) });
+    expect(stale.isError).toBe(true);
+    seen(stale, [`${bucket}/wf/f2.md`, now, 'alice', 'write_files again', 'Nothing was written']);
+  });
+
   it('list_directory and search_files: every entry and its etag; refused: what to call instead', async () => {
     const made = await call(alice, 'write_file', { path: `${bucket}/dir/sub/deep.txt`, content: 'deep\n', create_only: true });
     await call(alice, 'write_file', { path: `${bucket}/dir/top.txt`, content: 'top\n', create_only: true });

@@ -40,7 +40,7 @@ async function content(key: string): Promise<string | undefined> {
 }
 
 describe('apply_patch', () => {
-  it('patches the files the agent read, creates and deletes; a file changed since is refused with its diff, the others land', async () => {
+  it('patches the files the agent read, creates and deletes; one file changed since: it is refused with its diff and nothing is written', async () => {
     for (const [k, v] of [['p/a.txt', 'a1\na2\na3\n'], ['p/b.txt', 'b1\nb2\nb3\n'], ['p/gone.txt', 'bye\n']] as const) await call(ann, 'write_file', { path: `${bucket}/${k}`, content: v, create_only: true });
     for (const k of ['p/a.txt', 'p/b.txt', 'p/gone.txt']) await call(ben, 'read_text_file', { path: `${bucket}/${k}` });
     // ann changes b.txt after ben read it.
@@ -53,12 +53,24 @@ describe('apply_patch', () => {
     ].join('\n');
     const r = await call(ben, 'apply_patch', { patch });
     expect(r.isError).toBe(true);
-    const d = data(r) as { landed: Array<{ path: string }>; refused: Array<Record<string, unknown>> };
-    expect(d.landed.map((l) => l.path).sort()).toEqual([`${bucket}/p/a.txt`, `${bucket}/p/gone.txt`, `${bucket}/p/new.txt`]);
+    const d = data(r) as { landed: Array<{ path: string }>; refused: Array<Record<string, unknown>>; written: boolean };
+    expect(d.landed).toEqual([]);
+    expect(d.written).toBe(false);
     expect(d.refused).toEqual([expect.objectContaining({ path: `${bucket}/p/b.txt`, last_writer: 'ann', written: false })]);
     expect(String(d.refused[0]!.diff)).toContain('-b1\n+B1');
-    expect(await content('p/a.txt')).toBe('a1\nA2\na3\n');
+    expect(text(r)).toMatch(/^Nothing was written: the patch lands whole or not at all/);
+    // Not one file of the patch landed: a.txt, new.txt and gone.txt are as they were.
+    expect(await content('p/a.txt')).toBe('a1\na2\na3\n');
     expect(await content('p/b.txt')).toBe('B1\nb2\nb3\n');
+    expect(await content('p/new.txt')).toBeUndefined();
+    expect(await content('p/gone.txt')).toBe('bye\n');
+    // Read again, patched again: the whole patch lands.
+    await call(ben, 'read_text_file', { path: `${bucket}/p/b.txt` });
+    const again = await call(ben, 'apply_patch', { patch: patch.replace(' b1\n', ' B1\n') });
+    expect(again.isError, text(again)).toBeFalsy();
+    expect((data(again).landed as Array<{ path: string }>).map((l) => l.path).sort()).toEqual([`${bucket}/p/a.txt`, `${bucket}/p/b.txt`, `${bucket}/p/gone.txt`, `${bucket}/p/new.txt`]);
+    expect(await content('p/a.txt')).toBe('a1\nA2\na3\n');
+    expect(await content('p/b.txt')).toBe('B1\nb2\nB3\n');
     expect(await content('p/new.txt')).toBe('fresh\n');
     expect(await content('p/gone.txt')).toBeUndefined();
   });

@@ -56,7 +56,7 @@ interface ServerEntry {
 const REPO = resolve(import.meta.dirname, '../..');
 const INSPECTOR = join(REPO, 'node_modules/.bin/mcp-inspector-cli');
 const bucket = 'clients';
-const TOOLS = ['apply_patch', 'delete_file', 'edit_file', 'get_file_info', 'list_directory', 'move_file', 'read_media_file', 'read_text_file', 'search_files', 'what_changed', 'write_file'];
+const TOOLS = ['apply_patch', 'delete_file', 'edit_file', 'get_file_info', 'list_directory', 'move_file', 'read_media_file', 'read_text_file', 'search_files', 'what_changed', 'write_file', 'write_files'];
 
 let casket: RunningCasket;
 let servers: Record<string, ServerEntry>;

@@ -8,6 +8,11 @@
  * --agent-writes read-stamp, where the guard would let an unconditional write
  * through on the rollback's own read.
  *
+ * A person who writes the agent's very bytes in that instant is not
+ * overwritten either: If-Match cannot tell the two versions apart, so the
+ * restore also needs the write log's newest entry for the key, read under
+ * the key's lock, to still be the agent's (src/rollback/restore.ts).
+ *
  * The casket runs in-process (helpers/in-process.ts) so the test can step in
  * at that moment: its retention store, asked for the goal's bytes, first lets
  * a person write the key over HTTP — then the restore goes out.
@@ -29,6 +34,9 @@ describe('a rollback restore is conditioned on the agent\'s last version', () =>
   it.each([
     ['--guard observe', { guard: 'observe' }, "the person's fix"],
     ['--agent-writes read-stamp', { agentWrites: 'read-stamp' }, "the person's fix"],
+    // The person writes alice's very bytes: If-Match cannot tell the two versions apart; the write log
+    // under the key's lock can (src/rollback/restore.ts). Before, the restore overwrote the person's write.
+    ["the default policy, with the agent's very bytes", {}, "alice's bad edit"],
   ])('under %s a write between plan and restore stays, reported a conflict', async (_name, flags, between) => {
     const c: InProcessCasket = await startInProcess({ agents: ['alice'], keys: ['person'], flags });
     stops.push(() => c.stop());

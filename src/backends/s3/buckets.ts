@@ -11,7 +11,7 @@
  */
 import { S3Error } from '../../vocabulary/errors.js';
 import { validateBucketName } from '../../vocabulary/names.js';
-import type { BucketInfo } from '../types.js';
+import { BUCKET_CREATE_HEADERS, type BucketInfo } from '../types.js';
 import { drain, errorFrom, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
 
 export async function listBuckets(client: UpstreamClient): Promise<BucketInfo[]> {
@@ -22,13 +22,16 @@ export async function listBuckets(client: UpstreamClient): Promise<BucketInfo[]>
     .map((b) => ({ name: b.Name!, creationDate: b.CreationDate ? new Date(b.CreationDate) : new Date(0) }));
 }
 
-export async function createBucket(client: UpstreamClient, region: string, bucket: string): Promise<'created' | 'exists'> {
+/** `headers`: the request's Object Lock, ACL and ownership headers, sent as they are (types.ts BUCKET_CREATE_HEADERS). */
+export async function createBucket(client: UpstreamClient, region: string, bucket: string, headers: Record<string, string> = {}): Promise<'created' | 'exists'> {
   validateBucketName(bucket);
   const body =
     region === 'us-east-1'
       ? undefined
       : { data: Buffer.from(`<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><LocationConstraint>${region}</LocationConstraint></CreateBucketConfiguration>`) };
-  const req: UpstreamRequest = { method: 'PUT', bucket, ...(body && { body }) };
+  const sent: Record<string, string> = {};
+  for (const name of BUCKET_CREATE_HEADERS) if (headers[name] !== undefined) sent[name] = headers[name];
+  const req: UpstreamRequest = { method: 'PUT', bucket, headers: sent, ...(body && { body }) };
   const res = await client.send(req);
   if (res.status < 300) {
     await drain(res);

@@ -96,7 +96,7 @@ export class Committer {
         const seen = attempt === 0 && condition.type === 'if-match' && byUpstream && !isDelete ? this.versions.lastSeenOf(bucket, key) : undefined;
         const hinted = seen !== undefined && holds(seen);
         const look = !hinted && (condition.type === 'if-match' || notThese || !byUpstream || isDelete);
-        const current = hinted ? seen : look ? await this.versions.current(bucket, key) : null;
+        const current = hinted ? seen : look ? await this.look(bucket, key, isDelete && condition.type === 'none' && !pinned) : null;
         if (look) {
           if (!holds(current)) throw failed(current);
           if (isDelete && current === null && (condition.type !== 'none' || pinned)) return null as T;
@@ -125,6 +125,22 @@ export class Committer {
       if (holds(now)) throw new S3Error('SlowDown', `The upstream kept refusing or failing this conditional ${kind}; please retry.`);
       throw failed(now);
     });
+  }
+
+  /**
+   * The current version. `unreadable`: an unconditional delete, which an
+   * object's ACL may forbid reading and the bucket's owner may still make
+   * (S3 decides deletes by the bucket): a HEAD refused AccessDenied then
+   * counts as no version known, and the delete goes on — the upstream
+   * decides it, casket only learns no pre-image.
+   */
+  private async look(bucket: string, key: string, unreadable: boolean): Promise<UpstreamObject | null> {
+    try {
+      return await this.versions.current(bucket, key);
+    } catch (e) {
+      if (unreadable && e instanceof S3Error && e.code === 'AccessDenied') return null;
+      throw e;
+    }
   }
 
   /**

@@ -42,7 +42,7 @@ import { createHash } from 'node:crypto';
 import { multipartETag } from '../../vocabulary/etag.js';
 import type { StateStore } from '../../state/types.js';
 import { decodeChecksum, encodeChecksum } from '../multipart-checksum.js';
-import { OBJECT_HEADER_NAMES, type ObjectChecksum, type ObjectHeaders, type ObjectInfo } from '../types.js';
+import { ANSWERED_HEADER_NAMES, ENCRYPTION_HEADER_NAMES, LOCK_HEADER_NAMES, OBJECT_HEADER_NAMES, WRITE_ONLY_HEADER_NAMES, type ObjectChecksum, type ObjectHeaders, type ObjectInfo } from '../types.js';
 import { drain, errorFrom, unreachable, type UpstreamClient, type UpstreamResponse } from './client.js';
 import { formatFor, unquote, type ETagForm } from './capabilities.js';
 import { fromUpstreamMetadataValue, toUpstreamMetadataValue } from './metadata-encoding.js';
@@ -72,17 +72,22 @@ export function withoutCasketMeta(metadata: Record<string, string>): Record<stri
   return Object.fromEntries(Object.entries(metadata).filter(([k]) => !k.toLowerCase().startsWith(CASKET_META)));
 }
 
+/** What a write sends up: stored, encryption, Object Lock, tags and ACL (issue 44: nothing dropped). */
+const SENT = [...OBJECT_HEADER_NAMES, ...ENCRYPTION_HEADER_NAMES, ...LOCK_HEADER_NAMES, ...WRITE_ONLY_HEADER_NAMES];
+/** What GET/HEAD answers carry back: stored, encryption, Object Lock, tag count. */
+const READ = [...OBJECT_HEADER_NAMES, ...ENCRYPTION_HEADER_NAMES, ...ANSWERED_HEADER_NAMES];
+
 /** ObjectHeaders and user metadata as upstream request headers (casket-* names dropped from user metadata). */
 export function upstreamObjectHeaders(headers: ObjectHeaders, metadata: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [field, name] of OBJECT_HEADER_NAMES) if (headers[field] !== undefined) out[name] = headers[field]!;
+  for (const [field, name] of SENT) if (headers[field] !== undefined) out[name] = headers[field]!;
   for (const [name, value] of Object.entries(metadata)) if (!name.toLowerCase().startsWith(CASKET_META)) out[`x-amz-meta-${name.toLowerCase()}`] = toUpstreamMetadataValue(value);
   return out;
 }
 
 export function objectHeadersFrom(h: Record<string, string>): ObjectHeaders {
   const out: ObjectHeaders = {};
-  for (const [field, name] of OBJECT_HEADER_NAMES) if (h[name] !== undefined) out[field] = h[name];
+  for (const [field, name] of READ) if (h[name] !== undefined) out[field] = h[name];
   return out;
 }
 

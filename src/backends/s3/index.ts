@@ -161,9 +161,12 @@ export class S3Backend implements Backend {
     return buckets.listBuckets(this.client);
   }
 
-  async createBucket(bucket: string): Promise<'created' | 'exists'> {
-    const outcome = await buckets.createBucket(this.client, this.options.region, bucket);
-    if (outcome === 'created') this.bucketVersioning.created(bucket);
+  async createBucket(bucket: string, headers?: Record<string, string>): Promise<'created' | 'exists'> {
+    // Object Lock turns versioning on with the bucket (API_CreateBucket): learnt before, the safe side.
+    const locked = headers?.['x-amz-bucket-object-lock-enabled']?.toLowerCase() === 'true';
+    if (locked) this.bucketVersioning.learned(bucket);
+    const outcome = await buckets.createBucket(this.client, this.options.region, bucket, headers);
+    if (outcome === 'created' && !locked) this.bucketVersioning.created(bucket);
     return outcome;
   }
 

@@ -31,16 +31,17 @@ export async function listObjects(client: UpstreamClient, etags: ETagResolver, v
   const contents = (result.Contents ?? []).filter((c) => typeof c.Key === 'string');
   // One state-store round trip for the page's ETags, not one per key.
   const indexed = await etags.indexedMany(bucket, contents.map((c) => [c.Key!, unquote(c.ETag ?? '')] as const));
-  const objects = await mapLimit(contents, 8, async (c, i): Promise<ObjectInfo | undefined> => {
-    const key = c.Key!;
-    const size = Number(c.Size ?? 0);
-    const lastModified = c.LastModified ? new Date(c.LastModified) : new Date(0);
+  const objects: Array<ObjectInfo | undefined> = contents.map((c, i) => {
     const known = indexed[i];
-    if (known) return { bucket, key, etag: known.etag, size, lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }), ...(known.checksum && { checksum: known.checksum }) };
-    // Not indexed (written around casket, or by another replica): HEAD, then compute if need be.
-    const current = await versions.current(bucket, key);
-    return current?.info; // undefined: deleted since the listing
+    if (!known) return undefined;
+    const lastModified = c.LastModified ? new Date(c.LastModified) : new Date(0);
+    return { bucket, key: c.Key!, etag: known.etag, size: Number(c.Size ?? 0), lastModified, headers: {}, metadata: {}, ...(known.partSizes && { partSizes: known.partSizes }), ...(known.checksum && { checksum: known.checksum }) };
   });
+  // Not indexed (written around casket, or by another replica): HEAD, then
+  // compute if need be, a few at a time; undefined: deleted since the listing.
+  const missing = contents.flatMap((c, i) => (indexed[i] ? [] : [i]));
+  const found = await mapLimit(missing, 8, async (i) => (await versions.current(bucket, contents[i]!.Key!))?.info);
+  for (const [j, i] of missing.entries()) objects[i] = found[j];
   const commonPrefixes = (result.CommonPrefixes ?? []).map((p) => p.Prefix).filter((p): p is string => typeof p === 'string');
   const kept = objects.filter((o): o is ObjectInfo => o !== undefined);
   const isTruncated = result.IsTruncated === 'true';
@@ -64,13 +65,13 @@ function startAfter(params: ListObjectsParams): string | undefined {
   return after;
 }
 
-async function mapLimit<A, B>(items: A[], limit: number, fn: (a: A, i: number) => Promise<B>): Promise<B[]> {
+async function mapLimit<A, B>(items: A[], limit: number, fn: (a: A) => Promise<B>): Promise<B[]> {
   const out: B[] = new Array(items.length);
   let next = 0;
   const workers = Array.from({ length: Math.min(limit, items.length) }, async () => {
     while (next < items.length) {
       const i = next++;
-      out[i] = await fn(items[i]!, i);
+      out[i] = await fn(items[i]!);
     }
   });
   await Promise.all(workers);

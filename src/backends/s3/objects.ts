@@ -114,7 +114,8 @@ export class Objects {
     // write's probe commit (nothing can hold): it needs the body's SHA-256
     // for the 412, and no upstream request is ever made for it.
     const large = length !== undefined && Number.isSafeInteger(length) && length > INLINE_LIMIT;
-    if (large && (known || !isProbe(options.condition)) && !(await this.committer.checksItself(bucket, 'PutObject', options.condition))) {
+    // A write with a retention must carry an integrity header up (locked()): its SHA-256, known before the body only when declared or received first.
+    if (large && (known || (!isProbe(options.condition) && !locked(options))) && !(await this.committer.checksItself(bucket, 'PutObject', options.condition))) {
       return known ? this.putDeclared(bucket, key, payload, options, declared, length) : this.putStreamed(bucket, key, payload, options, length);
     }
     const spooled = await this.spool.receive(payload);
@@ -185,6 +186,7 @@ export class Objects {
       ...(out.etag !== undefined && { [`x-amz-meta-${META_SHA256}`]: out.etag }),
       ...(options.writer !== undefined && { [`x-amz-meta-${META_WRITER}`]: options.writer }),
       ...(before && { [`x-amz-meta-${META_CHECKSUM}`]: encodeChecksum(before) }),
+      ...(locked(options) && out.etag !== undefined && { 'x-amz-checksum-sha256': Buffer.from(out.etag, 'hex').toString('base64'), 'x-amz-sdk-checksum-algorithm': 'SHA256' }),
     };
     return this.committer.run(bucket, key, 'PutObject', options, out.etag ?? null, async (condition) => {
       const req: UpstreamRequest = { method: 'PUT', bucket, key, headers: { ...headers, ...condition }, body: out.body() };
@@ -197,8 +199,10 @@ export class Objects {
         const sent = out.received();
         // A plain upstream ETag is the MD5 of what it stored: anything else
         // than what was sent must not be shown under this SHA-256. (Not
-        // checked where the upstream's ETag is no MD5: SSE-KMS, SSE-C.)
-        if (/^[0-9a-f]{32}$/i.test(upstreamETag) && upstreamETag.toLowerCase() !== sent.md5) {
+        // checked where the upstream's ETag is no MD5: SSE-KMS, SSE-C — whose
+        // ETag is 32 hex digits all the same, https://docs.aws.amazon.com/AmazonS3/latest/API/API_Object.html.)
+        const md5ETag = !(res.headers['x-amz-server-side-encryption'] ?? '').startsWith('aws:kms');
+        if (md5ETag && /^[0-9a-f]{32}$/i.test(upstreamETag) && upstreamETag.toLowerCase() !== sent.md5) {
           this.versions.unseen(bucket, key);
           throw new S3Error('InternalError', `The upstream stored other bytes than casket sent (ETag ${upstreamETag}, sent MD5 ${sent.md5}); its ETag will be computed from what it holds.`);
         }
@@ -211,7 +215,8 @@ export class Objects {
         etag: etag!,
         size: out.size,
         lastModified: res.headers.date ? new Date(res.headers.date) : new Date(),
-        headers: options.headers,
+        // The upstream's lifecycle expiry of what was just written (API_PutObject x-amz-expiration).
+        headers: res.headers['x-amz-expiration'] !== undefined ? { ...options.headers, expiration: res.headers['x-amz-expiration'] } : options.headers,
         metadata: withoutCasketMeta(options.metadata),
         ...(options.writer !== undefined && { writer: options.writer }),
         ...(checksum && { checksum }),
@@ -234,7 +239,8 @@ export class Objects {
     validateKey(key);
     let answered: Record<string, string> = {};
     const replaced = await this.committer.run(bucket, key, 'DeleteObject', options, null, async (condition, current) => {
-      const req: UpstreamRequest = { method: 'DELETE', bucket, key, headers: condition, ...(options.versionId !== undefined && { query: { versionId: options.versionId } }) };
+      const headers = options.bypassGovernanceRetention ? { ...condition, 'x-amz-bypass-governance-retention': 'true' } : condition;
+      const req: UpstreamRequest = { method: 'DELETE', bucket, key, headers, ...(options.versionId !== undefined && { query: { versionId: options.versionId } }) };
       const res = await this.client.send(req);
       if (await refusedUpstream(res, req)) return REFUSED;
       answered = res.headers;
@@ -277,6 +283,17 @@ function once(body: () => UpstreamBody): () => UpstreamBody {
     sent = true;
     return body();
   };
+}
+
+/**
+ * The write asks for Object Lock: AWS refuses it without Content-MD5 or a
+ * flexible checksum (MissingUploadObjectWithObjectLockHeaders,
+ * https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-lock-managing.html),
+ * so its SHA-256 goes up as x-amz-checksum-sha256.
+ */
+function locked(options: PutObjectOptions): boolean {
+  const h = options.headers;
+  return h.objectLockMode !== undefined || h.objectLockRetainUntilDate !== undefined || h.objectLockLegalHold !== undefined;
 }
 
 /** A refused write's probe commit (s3/write.ts NOTHING_HOLDS): a condition no version can satisfy. */

@@ -107,10 +107,12 @@ export class VersionReads {
     if (params.keyMarker) query['key-marker'] = params.keyMarker;
     if (params.versionIdMarker) query['version-id-marker'] = params.versionIdMarker;
     const { doc } = await this.client.xml({ method: 'GET', bucket, query });
-    interface Listed { Key?: string; VersionId?: string; IsLatest?: string; LastModified?: string; ETag?: string; Size?: string }
+    interface Listed { Key?: string; VersionId?: string; IsLatest?: string; LastModified?: string; ETag?: string; Size?: string; Owner?: { ID?: string; DisplayName?: string } }
     const result = rootOf<{ Version?: Listed | Listed[]; DeleteMarker?: Listed | Listed[]; CommonPrefixes?: Array<{ Prefix?: string }>; IsTruncated?: string; NextKeyMarker?: string; NextVersionIdMarker?: string }>(doc);
     const many = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
-    const entry = (v: Listed): VersionEntry => ({ key: v.Key!, versionId: v.VersionId ?? 'null', isLatest: v.IsLatest === 'true', lastModified: v.LastModified ? new Date(v.LastModified) : new Date(0) });
+    // The upstream's owner, as its GetObjectAcl answers it (forwarded: passthrough).
+    const owner = (v: Listed) => (typeof v.Owner?.ID === 'string' ? { owner: { ID: v.Owner.ID, DisplayName: typeof v.Owner.DisplayName === 'string' ? v.Owner.DisplayName : '' } } : {});
+    const entry = (v: Listed): VersionEntry => ({ key: v.Key!, versionId: v.VersionId ?? 'null', isLatest: v.IsLatest === 'true', lastModified: v.LastModified ? new Date(v.LastModified) : new Date(0), ...owner(v) });
     const versions = many(result.Version).filter((v) => typeof v.Key === 'string');
     const entries: VersionEntry[] = [];
     // One state-store round trip for the page's ETags, not one per version.

@@ -46,13 +46,39 @@ function liveRow(row) {
 }
 
 function historyRow(row) {
-  return h('tr', { class: `row-${row.outcome}` },
+  return h('tr', { class: `row-${row.outcome}${row.changeset ? ' in-changeset' : ''}`, 'data-changeset': row.changeset },
     h('td', {}, time(row.at)),
     h('td', {}, badge(row.outcome)),
     h('td', {}, who(row)),
     h('td', {}, objectLink(row.bucket, row.key)),
     h('td', {}, row.operation),
     h('td', {}, etag(row.previousETag), ' → ', etag(row.newETag)));
+}
+
+/**
+ * Write-log rows with the entries of one changeset (src/changesets/) under a
+ * heading of their own, at the place of its newest entry: they landed
+ * together, and `casket rollback --changeset` undoes them together. (Other
+ * writes can land between a changeset's entries, which are applied several
+ * at a time: the page gathers them.)
+ */
+function groupedRows(writes) {
+  const members = new Map();
+  for (const row of writes) if (row.changeset) members.set(row.changeset, [...(members.get(row.changeset) ?? []), row]);
+  const out = [];
+  for (const row of writes) {
+    if (!row.changeset) {
+      out.push(historyRow(row));
+      continue;
+    }
+    const group = members.get(row.changeset);
+    if (!group) continue; // drawn with its heading already
+    members.delete(row.changeset);
+    out.push(h('tr', { class: 'changeset-head', 'data-changeset': row.changeset },
+      h('td', { colspan: 6 }, 'Changeset ', h('code', { title: row.changeset }, row.changeset.slice(0, 8)), ` · ${group.length} ${group.length === 1 ? 'entry' : 'entries'} on this page, landed together`)));
+    out.push(...group.map(historyRow));
+  }
+  return out;
 }
 
 export function activityView(main) {
@@ -108,7 +134,7 @@ export function activityView(main) {
       const outcome = filters.outcome === 'write' || filters.outcome === 'delete' ? filters.outcome : undefined;
       const started = performance.now();
       const body = await json('activity', { agent: filters.agent, bucket: filters.bucket, prefix: filters.prefix, outcome, before, limit: 50 });
-      const rows = (filters.outcome && !outcome) ? [] : body.writes.map(historyRow);
+      const rows = (filters.outcome && !outcome) ? [] : groupedRows(body.writes);
       const nav = h('div', { class: 'pager' },
         h('button', { type: 'button', disabled: cursors.length === 0, onclick: () => { cursors.pop(); load(cursors.at(-1)); } }, '← Newer'),
         h('button', { type: 'button', disabled: !body.next, id: 'older', onclick: () => { cursors.push(body.next); load(body.next); } }, 'Older →'),

@@ -2,19 +2,20 @@
  * apply_patch {patch}: a unified diff of one or more files (`--- a/bucket/key`,
  * `+++ b/bucket/key`; /dev/null creates or deletes). Each file is
  * conditioned on the version this agent last read in full (docs/design.md §8), and
- * is committed whole by one conditional write, so no file is ever
- * half-patched.
+ * and the whole patch is committed as one changeset (src/changesets/,
+ * issue 39): every file lands, or none does.
  *
  * Two phases. First every file's hunks are applied, in casket, to the
  * version the agent read: a patch that does not apply to that version is the
- * model's mistake, and then nothing at all is written. Then each file is
- * committed under If-Match of that version (If-None-Match: * for a new
- * file): a file someone changed since is refused with its diff, the others
- * land, and the answer lists both.
+ * model's mistake, and then nothing at all is written. Then the files are
+ * committed together, each under If-Match of that version (If-None-Match: *
+ * for a new file): when any file was changed since, nothing is written and
+ * the answer lists every such file with its diff — never a half-applied
+ * patch that other agents read and build on.
  */
 import { applyPatch, parsePatch, type StructuredPatch } from 'diff';
 import { z } from 'zod';
-import type { S3Failure } from '../door.js';
+import type { ChangesetFile, S3Failure } from '../door.js';
 import { BadArgument, requireFile, showPath, type ObjectPath } from '../paths.js';
 import { ok, toolError } from '../results.js';
 import { answerSchema, etagField, pathField } from '../output-schema.js';
@@ -72,7 +73,7 @@ async function prepare(env: ToolEnv, file: StructuredPatch): Promise<Prepared> {
 /** Built once: the server is built per request (tools.ts). */
 const OUTPUT_SCHEMA = answerSchema({
   landed: z.array(z.object({ path: pathField, etag: z.string().nullable().describe('the new version; null: deleted') })),
-  refused: z.array(z.record(z.string(), z.unknown())).describe('each refused file, as a single refusal of it'),
+  refused: z.array(z.record(z.string(), z.unknown())).describe('each refused file, as a single refusal of it: when any file is refused, none is written'),
   written: z.boolean(),
 });
 
@@ -80,9 +81,9 @@ export const register: RegisterTool = (server, env) => {
   server.registerTool(
     'apply_patch',
     {
-      title: 'Apply a unified diff (compare-and-swap per file)',
+      title: 'Apply a unified diff (all files or none, compare-and-swap)',
       description:
-        'Apply a unified diff to one or more files in casket. Headers name files as --- a/bucket/key and +++ b/bucket/key (--- /dev/null creates a file, +++ /dev/null deletes one). Each file is patched only if it is still the version you last read in full; a patch that does not apply writes nothing at all. Files someone changed since your read are refused with their diff; the answer lists which files landed and which did not.',
+        'Apply a unified diff to one or more files in casket. Headers name files as --- a/bucket/key and +++ b/bucket/key (--- /dev/null creates a file, +++ /dev/null deletes one). Each file is patched only if it is still the version you last read in full, and the files land together or not at all: a patch that does not apply, or a file someone changed since your read, writes nothing at all. The answer lists every refused file with its diff.',
       inputSchema: { patch: z.string().min(1).describe('unified diff text') },
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
@@ -114,26 +115,34 @@ export const register: RegisterTool = (server, env) => {
           refusedFiles.push({ ...r.structuredContent });
           texts.push(r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n'));
         };
-        for (const p of prepared) {
-          if ('conflict' in p) {
-            await refuse(p.path, p.conflict, p.base);
-            continue;
-          }
-          const { path, base, content } = p.planned;
-          const condition: Record<string, string> = base ? { 'if-match': base } : { 'if-none-match': '*' };
-          const res = content
-            ? await env.door.s3(env.caller, { method: 'PUT', bucket: path.bucket, key: path.key, headers: { ...condition, 'content-type': 'text/plain; charset=utf-8' }, body: content })
-            : await env.door.s3(env.caller, { method: 'DELETE', bucket: path.bucket, key: path.key, headers: condition });
-          if (res.failure) await refuse(path, res.failure, base);
-          else {
-            landed.push({ path: showPath(path), etag: content ? res.headers.etag! : null });
-            texts.unshift(`Landed: ${showPath(path)}${content ? ` (new etag ${res.headers.etag})` : ' (deleted)'}`);
+        // A file already known stale is refused with the rest: the changeset then writes nothing.
+        for (const p of prepared) if ('conflict' in p) await refuse(p.path, p.conflict, p.base);
+        if (refusedFiles.length === 0) {
+          const planned = prepared.map((p) => (p as { planned: Planned }).planned);
+          const files: ChangesetFile[] = planned.map(({ path, base, content }) => ({
+            bucket: path.bucket,
+            key: path.key,
+            headers: (base ? { 'if-match': base } : { 'if-none-match': '*' }) as Record<string, string>,
+            ...(content && { content, contentType: 'text/plain; charset=utf-8' }),
+          }));
+          const answer = await env.door.commit(env.caller, files);
+          if ('failure' in answer) return toolError(`Refused: ${answer.failure.message} Nothing was written.`, { error: answer.failure.code, written: false });
+          if ('refused' in answer) {
+            for (const r of answer.refused) {
+              const path = planned.find((p) => p.path.bucket === r.bucket && p.path.key === r.key)!;
+              await refuse(path.path, r.failure, path.base);
+            }
+          } else {
+            for (const l of answer.landed) {
+              const where = showPath({ bucket: l.bucket, key: l.key });
+              landed.push({ path: where, etag: l.etag });
+              texts.push(`Landed: ${where}${l.etag !== null ? ` (new etag ${l.etag})` : ' (deleted)'}`);
+            }
+            return ok(texts, { landed, refused: [], written: true });
           }
         }
-        const structured = { landed, refused: refusedFiles, written: landed.length > 0 };
-        if (refusedFiles.length === 0) return ok(texts, structured);
-        const summary = `${landed.length} of ${prepared.length} file(s) landed; ${refusedFiles.length} refused (nothing written to those):`;
-        return toolError([summary, ...texts].join('\n\n'), { ...structured, error: 'some-files-refused' });
+        const summary = `Nothing was written: the patch lands whole or not at all, and ${refusedFiles.length} of its ${prepared.length} file(s) ${refusedFiles.length === 1 ? 'was' : 'were'} refused:`;
+        return toolError([summary, ...texts].join('\n\n'), { landed: [], refused: refusedFiles, written: false, error: 'some-files-refused' });
       }),
   );
 };

@@ -9,7 +9,7 @@ import { BadArgument, requireFile, showPath } from '../paths.js';
 import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { ok } from '../results.js';
 import { guarded, refused, type RegisterTool } from '../tool.js';
-import { splitLines } from '../text.js';
+import { lineCount, splitLines } from '../text.js';
 
 const line = z.number().int().nonnegative();
 
@@ -48,7 +48,14 @@ export const register: RegisterTool = (server, env) => {
         if (head !== undefined && tail !== undefined) throw new BadArgument('Give head or tail, not both.');
         let shown: { text: string; from: number; to: number; total: number } | undefined;
         const select = (body: Buffer) => {
-          const lines = splitLines(body.toString('utf8'));
+          const whole = body.toString('utf8');
+          // A whole read needs only the count, which is splitLines(whole).length without making every line.
+          if (head === undefined && tail === undefined && offset === undefined && limit === undefined) {
+            const total = lineCount(whole);
+            shown = { text: whole, from: 0, to: total, total };
+            return 'full';
+          }
+          const lines = splitLines(whole);
           const total = lines.length;
           let from = 0;
           let to = total;
@@ -56,10 +63,10 @@ export const register: RegisterTool = (server, env) => {
           else if (tail !== undefined) from = Math.max(total - tail, 0);
           if (offset !== undefined) from = Math.min(offset, total);
           if (limit !== undefined) to = Math.min(from + limit, total);
-          const whole = from === 0 && to === total;
-          const text = whole ? body.toString('utf8') : lines.slice(from, to).join('\n') + (to > from ? '\n' : '');
+          const all = from === 0 && to === total;
+          const text = all ? whole : lines.slice(from, to).join('\n') + (to > from ? '\n' : '');
           shown = { text, from, to, total };
-          return whole ? 'full' : 'partial';
+          return all ? 'full' : 'partial';
         };
         const res = await env.door.s3(env.caller, { method: 'GET', bucket: p.bucket, key: p.key }, { maxBytes: env.maxTextBytes, stamp: select });
         if (res.failure) return refused(env, 'read_text_file', p, res.failure);

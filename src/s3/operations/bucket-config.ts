@@ -1,9 +1,11 @@
 /**
  * The side calls clients make that must not break them (README "Clients": s3cmd
- * `info` reads ?policy, ?cors, ?acl; `cp` reads and writes ?acl). casket
- * buckets and objects are private, with no policy
+ * `info` reads ?policy, ?cors, ?acl; `cp` reads and writes ?acl). On the
+ * embedded store, buckets and objects are private, with no policy
  * or tags (CORS: bucket-cors.ts; lifecycle: bucket-lifecycle.ts): the reads answer that in S3's own words, and a write that
  * asks for anything but private is refused with 501 rather than ignored.
+ * In front of an upstream, each goes there as it is and its answer comes
+ * back (issue 44: ACLs, bucket policy and tags as the upstream keeps them).
  */
 import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext, Services } from '../context.js';
@@ -11,6 +13,7 @@ import { hasBody, requireBucket, requireKey } from '../context.js';
 import { emptyResponse, xmlResponse } from '../respond.js';
 import { readXmlBody } from '../../vocabulary/xml.js';
 import { OWNER } from './buckets.js';
+import { forwardAsIs } from './unmodeled.js';
 
 const PRIVATE_ACL = {
   Owner: OWNER,
@@ -35,27 +38,32 @@ async function acceptPrivateAcl(ctx: RequestContext): Promise<void> {
   if (xml.includes('acs.amazonaws.com/groups')) throw new S3Error('NotImplemented', 'casket keeps buckets and objects private; group grants are not supported.');
 }
 
-export const GetBucketAcl: Handler = async (ctx, { backend }) => {
+/** The embedded store's answer, or the upstream's. */
+function orUpstream(embedded: Handler): Handler {
+  return (ctx, services) => (services.backend.forward ? forwardAsIs(ctx, services) : embedded(ctx, services));
+}
+
+export const GetBucketAcl: Handler = orUpstream(async (ctx, { backend }) => {
   await backend.headBucket(requireBucket(ctx));
   return xmlResponse('AccessControlPolicy', PRIVATE_ACL);
-};
+});
 
-export const PutBucketAcl: Handler = async (ctx, { backend }) => {
+export const PutBucketAcl: Handler = orUpstream(async (ctx, { backend }) => {
   await backend.headBucket(requireBucket(ctx));
   await acceptPrivateAcl(ctx);
   return emptyResponse(200);
-};
+});
 
-export const GetObjectAcl: Handler = async (ctx, services) => {
+export const GetObjectAcl: Handler = orUpstream(async (ctx, services) => {
   await requireObject(ctx, services);
   return xmlResponse('AccessControlPolicy', PRIVATE_ACL);
-};
+});
 
-export const PutObjectAcl: Handler = async (ctx, services) => {
+export const PutObjectAcl: Handler = orUpstream(async (ctx, services) => {
   await requireObject(ctx, services);
   await acceptPrivateAcl(ctx);
   return emptyResponse(200);
-};
+});
 
 function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchTagSet'): Handler {
   return async (ctx, { backend }) => {
@@ -65,5 +73,5 @@ function noSuch(code: 'NoSuchBucketPolicy' | 'NoSuchTagSet'): Handler {
   };
 }
 
-export const GetBucketPolicy = noSuch('NoSuchBucketPolicy');
-export const GetBucketTagging = noSuch('NoSuchTagSet');
+export const GetBucketPolicy = orUpstream(noSuch('NoSuchBucketPolicy'));
+export const GetBucketTagging = orUpstream(noSuch('NoSuchTagSet'));

@@ -2,47 +2,45 @@
  * PutBucketLifecycleConfiguration, GetBucketLifecycleConfiguration,
  * DeleteBucketLifecycle
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketLifecycleConfiguration.html),
- * for the one rule that cannot change an object behind the guard:
- * AbortIncompleteMultipartUpload (vocabulary/lifecycle.ts refuses the rest).
- * The embedded store keeps the rules and enforces them
- * (backends/fs/abandoned-uploads.ts); in front of an upstream a checked
- * configuration is forwarded there, which enforces it, and Get/Delete go
- * there too. A bucket without rules answers 404 NoSuchLifecycleConfiguration.
+ * On the embedded store, for the one rule that cannot change an object
+ * behind the guard: AbortIncompleteMultipartUpload (vocabulary/lifecycle.ts
+ * refuses the rest); it keeps the rules and enforces them
+ * (backends/fs/abandoned-uploads.ts). A bucket without rules answers 404
+ * NoSuchLifecycleConfiguration.
+ *
+ * In front of an upstream the configuration goes there whole (issue 44),
+ * Expiration and Transition included, and Get/Delete go there too. An
+ * object the upstream expires is one changed behind casket's back, as by
+ * any other writer: casket shows no ETag it has not just read there (GET and
+ * HEAD ask the upstream), and a conditional write naming the expired
+ * version's ETag is refused 412 by the commit loop (backends/s3/commit.ts),
+ * never lands as a lost update.
  */
-import { createHash } from 'node:crypto';
 import type { Backend } from '../../backends/types.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import { lifecycleConfigurationXml, parseLifecycleConfiguration } from '../../vocabulary/lifecycle.js';
-import { readXmlBody, toXml } from '../../vocabulary/xml.js';
+import { readXmlBody } from '../../vocabulary/xml.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket } from '../context.js';
 import { emptyResponse, xmlResponse } from '../respond.js';
+import { forwardAsIs } from './unmodeled.js';
 
 /** AWS: at most 1,000 rules; 256 KiB is ample for those. */
 const MAX_LIFECYCLE_BODY = 256 * 1024;
 
-async function forwarded(ctx: RequestContext, backend: Backend, body?: Buffer) {
-  const headers: Record<string, string> = {};
-  if (body) {
-    headers['content-type'] = 'application/xml';
-    // AWS requires an integrity header on this operation: the body is casket's own rendering, so its MD5.
-    headers['content-md5'] = createHash('md5').update(body).digest('base64');
-  }
-  return backend.forward!({ method: ctx.method, bucket: requireBucket(ctx), query: { lifecycle: '' }, headers, ...(body && { body }) });
+async function forwarded(ctx: RequestContext, backend: Backend) {
+  return backend.forward!({ method: ctx.method, bucket: requireBucket(ctx), query: { lifecycle: '' }, headers: {} });
 }
 
-export const PutBucketLifecycleConfiguration: Handler = async (ctx, { backend }) => {
+export const PutBucketLifecycleConfiguration: Handler = async (ctx, services) => {
+  const { backend } = services;
+  if (!backend.putBucketLifecycle && backend.forward) return forwardAsIs(ctx, services);
   const bucket = requireBucket(ctx);
   const doc = await readXmlBody(ctx.payload().stream, MAX_LIFECYCLE_BODY);
-  // Checked on both backends: an Expiration never reaches an upstream through casket.
   const rules = parseLifecycleConfiguration(doc);
-  if (backend.putBucketLifecycle) {
-    await backend.putBucketLifecycle(bucket, rules);
-    return emptyResponse(200);
-  }
-  if (!backend.forward) throw new S3Error('NotImplemented', 'This backend keeps no lifecycle configuration.');
-  const res = await forwarded(ctx, backend, Buffer.from(toXml('LifecycleConfiguration', lifecycleConfigurationXml(rules))));
-  return { status: res.status, headers: res.headers, body: res.body };
+  if (!backend.putBucketLifecycle) throw new S3Error('NotImplemented', 'This backend keeps no lifecycle configuration.');
+  await backend.putBucketLifecycle(bucket, rules);
+  return emptyResponse(200);
 };
 
 export const GetBucketLifecycleConfiguration: Handler = async (ctx, { backend }) => {

@@ -26,7 +26,8 @@ export const CreateBucket: Handler = async (ctx, { backend }) => {
   // The optional CreateBucketConfiguration names a region; casket has one.
   // The body is still read through the payload so its signature is checked.
   if (hasBody(ctx)) await readXmlBody(ctx.payload().stream);
-  await backend.createBucket(bucket);
+  // In front of an upstream, Object Lock, ACL and ownership go there (issue 44); the embedded store refused a lock (handle.ts).
+  await backend.createBucket(bucket, ctx.headers);
   return emptyResponse(200, { location: `/${bucket}` });
 };
 

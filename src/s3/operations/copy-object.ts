@@ -15,7 +15,8 @@ import type { Handler } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumElements } from '../checksum-headers.js';
 import { copyPayload, copySourceVersionHeader, openCopySource } from '../copy-source.js';
-import { madeVersionHeader, metadataFrom, objectHeadersFrom } from '../object-headers.js';
+import { encryptionFrom, encryptionHeaders, madeVersionHeader, metadataFrom, objectHeadersFrom, passedThroughFrom, withoutEncryption } from '../object-headers.js';
+import { copyTagging } from '../passthrough.js';
 import { xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
 
@@ -37,7 +38,19 @@ export const CopyObject: Handler = async (ctx, services) => {
     throw new S3Error('InvalidRequest', "This copy request is illegal because it is trying to copy an object to itself without changing the object's metadata, storage class, website redirect location or encryption attributes.");
   }
   const src = source.reader.info;
-  const headers = directive === 'REPLACE' ? objectHeadersFrom(ctx.headers) : src.headers;
+  // Encryption, lock and ACL are the copy request's own, never the source's
+  // (S3: CopyObject encrypts the target as asked, else by the bucket's default);
+  // tags as x-amz-tagging-directive says (passthrough.ts).
+  const upstream = services.backend.forward !== undefined;
+  const headers = directive === 'REPLACE' ? objectHeadersFrom(ctx.headers, upstream) : { ...withoutEncryption(src.headers), ...encryptionFrom(ctx.headers), ...(upstream && passedThroughFrom(ctx.headers)) };
+  delete headers.tagging;
+  const tagging = upstream
+    ? await copyTagging(ctx.headers, { ...source, ...(src.headers.taggingCount !== undefined && { taggingCount: src.headers.taggingCount }) }, services.backend, ctx.access).catch((e: unknown) => {
+        source.reader.release?.();
+        throw e;
+      })
+    : undefined;
+  if (tagging !== undefined) headers.tagging = tagging;
   const metadata = directive === 'REPLACE' ? metadataFrom(ctx.headers) : src.metadata;
   const info = await guardedWrite<ObjectInfo>({
     ctx,
@@ -63,5 +76,5 @@ export const CopyObject: Handler = async (ctx, services) => {
     written: (info) => info,
     landed: (current) => current!,
   }).finally(() => source.reader.release?.());
-  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) }, 200, { ...madeVersionHeader(info), ...copySourceVersionHeader(source) });
+  return xmlResponse('CopyObjectResult', { LastModified: xmlDate(info.lastModified), ETag: formatETag(info.etag, ctx.etagSuffix), ...checksumElements(info.checksum) }, 200, { ...madeVersionHeader(info), ...copySourceVersionHeader(source), ...encryptionHeaders(info.headers) });
 };

@@ -30,6 +30,11 @@ import { emptyResponse, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
 import { readXmlBody, type XmlObject } from '../../vocabulary/xml.js';
 
+/** x-amz-bypass-governance-retention (API_DeleteObject, API_DeleteObjects): authorized in actions.ts / per key, carried to the upstream. */
+function bypassesGovernance(ctx: RequestContext): boolean {
+  return ctx.headers['x-amz-bypass-governance-retention']?.toLowerCase() === 'true';
+}
+
 async function deleteOne(ctx: RequestContext, services: Services, bucket: string, key: string, conditions: WriteConditions, operation: string, versionId: string | undefined): Promise<DeleteResult> {
   return guardedWrite<DeleteResult>({
     ctx,
@@ -40,7 +45,7 @@ async function deleteOne(ctx: RequestContext, services: Services, bucket: string
     conditions,
     deletes: true,
     bodyComing: false,
-    commit: (permit) => services.backend.deleteObject(bucket, key, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }), ...(versionId !== undefined && { versionId }) }),
+    commit: (permit) => services.backend.deleteObject(bucket, key, { ...permit, ...(ctx.agent !== undefined && { writer: ctx.agent }), ...(versionId !== undefined && { versionId }), ...(bypassesGovernance(ctx) && { bypassGovernanceRetention: true as const }) }),
     written: () => null,
     replaced: (result) => result.replaced,
     madeVersion: (result) => (versionId === undefined && result.deleteMarker ? result.versionId : undefined),
@@ -129,6 +134,7 @@ export const DeleteObjects: Handler = async (ctx, services) => {
     try {
       // Policies (docs/design.md §7) per key: a refused key is an <Error> of its own, the others go on.
       ctx.access.authorize({ action: entry.versionId !== undefined ? 's3:DeleteObjectVersion' : 's3:DeleteObject', resource: objectResource(bucket, entry.key) });
+      if (bypassesGovernance(ctx)) ctx.access.authorize({ action: 's3:BypassGovernanceRetention', resource: objectResource(bucket, entry.key) });
       const result = await deleteOne(ctx, services, bucket, entry.key, entry.conditions, 'DeleteObjects', entry.versionId);
       // API_DeletedObject: DeleteMarker and DeleteMarkerVersionId name a marker made or removed.
       const marker = result.deleteMarker ? { DeleteMarker: true, ...(result.versionId !== undefined && { DeleteMarkerVersionId: result.versionId }) } : {};

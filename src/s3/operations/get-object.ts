@@ -84,9 +84,11 @@ async function primed(body: Readable): Promise<Readable> {
   return body;
 }
 
-export const GetObject: Handler = async (ctx, { backend, guard, log, retainer }) => {
+export const GetObject: Handler = async (ctx, { backend, guard, log, retainer, gate }) => {
   const { bucket, key } = requireKey(ctx);
   const versionId = versionOf(ctx);
+  // A key a changeset is committing is read once it landed whole (src/changesets/locks.ts).
+  await gate?.settled(bucket, key);
   const reader = await backend.getObject(bucket, key, versionId);
   if (!reader) throw await noSuchKey(ctx, backend, bucket, key);
   const { info } = reader;
@@ -135,8 +137,9 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer })
   return response;
 };
 
-export const HeadObject: Handler = async (ctx, { backend }) => {
+export const HeadObject: Handler = async (ctx, { backend, gate }) => {
   const { bucket, key } = requireKey(ctx);
+  await gate?.settled(bucket, key);
   const info = await backend.headObject(bucket, key, versionOf(ctx));
   if (!info) throw await noSuchKey(ctx, backend, bucket, key);
   checkReadConditions(info, ctx.headers, ctx.etagSuffix);

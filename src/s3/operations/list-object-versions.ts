@@ -67,7 +67,7 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
         LastModified: xmlDate(e.lastModified),
         ETag: formatETag(e.info!.etag, ctx.etagSuffix),
         Size: e.info!.size,
-        Owner: OWNER,
+        Owner: e.owner ?? OWNER,
         StorageClass: 'STANDARD',
       })),
       DeleteMarker: result.entries.filter((e) => !e.info).map((e) => ({
@@ -75,7 +75,7 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
         VersionId: e.versionId,
         IsLatest: e.isLatest,
         LastModified: xmlDate(e.lastModified),
-        Owner: OWNER,
+        Owner: e.owner ?? OWNER,
       })),
       CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
     });

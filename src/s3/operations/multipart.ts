@@ -13,8 +13,7 @@ import { formatETag, unquoteETag } from '../../vocabulary/etag.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket, requireKey } from '../context.js';
 import { copyPayload, copySourceVersionHeader, openCopySource, parseCopySourceRange } from '../copy-source.js';
-import { madeVersionHeader } from '../object-headers.js';
-import { metadataFrom, objectHeadersFrom } from '../object-headers.js';
+import { encryptionFrom, encryptionHeaders, madeVersionHeader, metadataFrom, objectHeadersFrom } from '../object-headers.js';
 import { emptyResponse, xmlDate, xmlResponse } from '../respond.js';
 import { guardedWrite, writeConditionsFrom } from '../write.js';
 import { readXmlBody } from '../../vocabulary/xml.js';
@@ -49,8 +48,8 @@ async function requireUpload(ctx: RequestContext, backend: Parameters<Handler>[1
 export const CreateMultipartUpload: Handler = async (ctx, { backend }) => {
   const { bucket, key } = requireKey(ctx);
   const checksum = uploadChecksumFrom(ctx.headers);
-  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers), metadataFrom(ctx.headers), ctx.agent, checksum);
-  return xmlResponse('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload.uploadId }, 200, uploadChecksumHeaders(checksum));
+  const upload = await backend.createMultipartUpload(bucket, key, objectHeadersFrom(ctx.headers, backend.forward !== undefined), metadataFrom(ctx.headers), ctx.agent, checksum);
+  return xmlResponse('InitiateMultipartUploadResult', { Bucket: bucket, Key: key, UploadId: upload.uploadId }, 200, { ...uploadChecksumHeaders(checksum), ...encryptionHeaders(encryptionFrom(ctx.headers)) });
 };
 
 export const UploadPart: Handler = async (ctx, { backend }) => {
@@ -116,7 +115,7 @@ export const CompleteMultipartUpload: Handler = async (ctx, services) => {
     Key: key,
     ETag: formatETag(info.etag, ctx.etagSuffix),
     ...checksumElements(info.checksum),
-  }, 200, madeVersionHeader(info));
+  }, 200, { ...madeVersionHeader(info), ...encryptionHeaders(info.headers) });
 };
 
 export const AbortMultipartUpload: Handler = async (ctx, { backend }) => {

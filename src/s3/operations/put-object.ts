@@ -8,16 +8,16 @@
  * streams and kept once committed (docs/design.md §6); `x-casket-merge: text` asks
  * for a three-way merge when the base is not current (s3/merge-write.ts).
  */
-import type { Payload } from '../../backends/types.js';
+import type { ObjectInfo, Payload } from '../../backends/types.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import { formatETag } from '../../vocabulary/etag.js';
-import type { Handler, RequestContext } from '../context.js';
+import type { Handler, RequestContext, Services } from '../context.js';
 import { checksumHeaders, declaredChecksum } from '../checksum-headers.js';
 import { emptyResponse } from '../respond.js';
 import { capture } from '../capture.js';
 import { mergeablePut, wantsMerge } from '../merge-write.js';
-import { putVersion } from '../put-version.js';
-import { madeVersionHeader } from '../object-headers.js';
+import { putVersion, type PutVersion } from '../put-version.js';
+import { encryptionHeaders, madeVersionHeader } from '../object-headers.js';
 import { writeConditionsFrom } from '../write.js';
 
 export function declaredSha256(ctx: RequestContext): string | undefined {
@@ -51,6 +51,29 @@ export function requireLength(ctx: RequestContext): void {
   }
 }
 
+/**
+ * One guarded put of a body (putVersion); an agent's small body is copied
+ * on its way to the backend and kept once committed, to say later what
+ * changed (docs/design.md §6). PutObject's and PostObject's write.
+ */
+export async function putKeepingAgentBody(ctx: RequestContext, services: Services, v: Omit<PutVersion, 'body'>, body: () => Payload, small: boolean): Promise<ObjectInfo> {
+  const retainer = services.retainer;
+  let kept: (() => Buffer | undefined) | undefined;
+  const keep = ctx.agent !== undefined && retainer !== undefined && small;
+  const info = await putVersion(ctx, services, {
+    ...v,
+    body: () => {
+      const payload = body();
+      if (!keep) return payload;
+      const copy = capture(payload.stream, retainer.maxObjectSize);
+      kept = copy.captured;
+      return { stream: copy.stream, digest: () => payload.digest() };
+    },
+  });
+  if (kept) retainer?.keep({ bucket: info.bucket, key: info.key, etag: info.etag }, kept());
+  return info;
+}
+
 export const PutObject: Handler = async (ctx, services) => {
   requireLength(ctx);
   const declared = declaredSha256(ctx);
@@ -58,25 +81,14 @@ export const PutObject: Handler = async (ctx, services) => {
   const conditions = writeConditionsFrom(ctx.headers);
   const checksum = declaredChecksum(ctx.headers);
   const retainer = services.retainer;
-  // An agent's small body is copied on its way to the backend, to keep what it wrote.
   const ordinary = async (body: () => Payload, small: boolean) => {
-    let kept: (() => Buffer | undefined) | undefined;
-    const keep = ctx.agent !== undefined && retainer !== undefined && small;
-    const info = await putVersion(ctx, services, {
+    const info = await putKeepingAgentBody(ctx, services, {
       conditions,
       ...(declared !== undefined && { declaredSha256: declared }),
       ...(length !== undefined && { contentLength: length }),
       ...(checksum !== undefined && { declaredChecksum: checksum }),
-      body: () => {
-        const payload = body();
-        if (!keep) return payload;
-        const copy = capture(payload.stream, retainer.maxObjectSize);
-        kept = copy.captured;
-        return { stream: copy.stream, digest: () => payload.digest() };
-      },
-    });
-    if (kept) retainer?.keep({ bucket: info.bucket, key: info.key, etag: info.etag }, kept());
-    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info) });
+    }, body, small);
+    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info), ...encryptionHeaders(info.headers), ...(info.headers.expiration !== undefined && { 'x-amz-expiration': info.headers.expiration }) });
   };
   // A merge needs the base retained: with retention off, or a body larger than
   // any retained version (declared, or found as it arrives), the write is an

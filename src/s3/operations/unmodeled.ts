@@ -1,12 +1,11 @@
 /**
- * Operations casket does not model — object tagging, bucket versioning, CORS,
- * policy, website, encryption... — are forwarded to an upstream after auth
- * (docs/design.md §1), re-signed by the backend with the upstream's keys.
- * Lifecycle configurations are modeled (bucket-lifecycle.ts): only
- * AbortIncompleteMultipartUpload rules pass, since Expiration or Transition
- * would change objects behind casket's back; a lifecycle PUT on an object is
- * still refused here. On the embedded store
- * there is nothing to forward to: 501 NotImplemented.
+ * Operations casket does not model — object tagging, retention, legal hold,
+ * bucket policy, public-access block, website, encryption... — are forwarded
+ * to an upstream after auth (docs/design.md §1), re-signed by the backend
+ * with the upstream's keys. Lifecycle configurations are modeled
+ * (bucket-lifecycle.ts) on the embedded store and forwarded whole in front
+ * of an upstream; a lifecycle PUT on an object is refused here. On the
+ * embedded store there is nothing to forward to: 501 NotImplemented.
  *
  * Request bodies here are small configuration documents: read through the
  * verified payload (signature and checksums checked), at most 1 MiB.
@@ -29,13 +28,23 @@ function forwardedHeaders(headers: Record<string, string>): Record<string, strin
   return out;
 }
 
-export const Unmodeled: Handler = async (ctx, { backend }) => {
-  const bucket = requireBucket(ctx);
+export const Unmodeled: Handler = async (ctx, services) => {
   const subresource = UNMODELED.find((name) => ctx.query.has(name)) ?? '';
-  if (!backend.forward) throw new S3Error('NotImplemented', `casket's embedded store does not implement ?${subresource}.`);
+  if (!services.backend.forward) throw new S3Error('NotImplemented', `casket's embedded store does not implement ?${subresource}.`);
   if (subresource === 'lifecycle' && ctx.method === 'PUT') {
-    throw new S3Error('NotImplemented', 'casket refuses lifecycle rules: expiring or transitioning objects would change them without passing its concurrency guard.');
+    throw new S3Error('NotImplemented', 'casket refuses lifecycle rules on an object: S3 has none.');
   }
+  return forwardAsIs(ctx, services);
+};
+
+/**
+ * The request as received, to the upstream, and its answer back: unmodeled
+ * operations, and the modeled ones casket only stands in for on the embedded
+ * store (ACLs, bucket policy and tags, lifecycle: passthrough.ts).
+ */
+export const forwardAsIs: Handler = async (ctx, { backend }) => {
+  const bucket = requireBucket(ctx);
+  if (!backend.forward) throw new S3Error('NotImplemented', `casket's embedded store does not implement ${ctx.operation}.`);
   let body: Buffer | undefined;
   if (hasBody(ctx)) {
     const chunks: Buffer[] = [];
