@@ -424,15 +424,15 @@ export async function startCasket(config: Config, credentials: Credential[], log
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
   const secure = Boolean(config.tlsCert && config.tlsKey);
   const mcp = mcpEndpoint({
-    door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes, secure }, changesets),
+    door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes, secure, ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }) }, changesets),
     allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log,
-    resourceMetadata: (headers) => resourceMetadataUrl(requestOrigin(headers.host, secure)),
+    resourceMetadata: (headers) => resourceMetadataUrl(requestOrigin(headers.host, secure, config.publicUrl)),
     anonymousDiscovery: config.anonymous !== 'none',
   });
   // A POST to exactly MCP_PATH (every tool call) is served from node:http directly (serveMcp below); this route serves the rest.
   app.all(MCP_PATH, async (c) => toWeb(await mcp(fromWeb(c.req.raw))));
   // MCP authorization (docs/authorization.md): casket is its MCP endpoint's own OAuth authorization server.
-  app.route('/', oauthApp({ lookup: () => options.lookup, state: services.state, log, secure, allowPrivateClientMetadata: process.env.CASKET_TEST_PRIVATE_CLIENT_METADATA === '1' }));
+  app.route('/', oauthApp({ lookup: () => options.lookup, state: services.state, log, secure, ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }), allowPrivateClientMetadata: process.env.CASKET_TEST_PRIVATE_CLIENT_METADATA === '1' }));
   // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
   let credentialsInForce: readonly Credential[] = credentials;
   app.route('/', consoleApp(
