@@ -192,6 +192,21 @@ describe('casket as authorization server: the attacks the MCP spec names', () =>
     expect((await login(casket, authorizeUrl(casket, client, { code_challenge: pkce().challenge }), casket.agents.alice!, { origin: 'https://evil.example' })).status).toBe(403);
   });
 
+  it('an admin already logged in to the console goes straight to the consent, as a person', async () => {
+    const origin = new URL(casket.url).origin;
+    const loggedIn = await fetch(new URL('/_casket/console/login', casket.url), { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: new URLSearchParams({ accessKeyId: casket.admin.accessKeyId, secretAccessKey: casket.admin.secretAccessKey }).toString() });
+    const cookie = loggedIn.headers.get('set-cookie')!.split(';')[0]!;
+    const client = await register(casket);
+    const page = await fetch(authorizeUrl(casket, client, { code_challenge: pkce().challenge }), { headers: { cookie } });
+    const html = await page.text();
+    expect(page.status).toBe(200);
+    expect(html).toContain('Allow Test client to use casket?');
+    expect(html).toContain(casket.admin.accessKeyId);
+    const tx = /name="tx" value="([^"]+)"/.exec(html)![1]!;
+    secrets.push(tx, cookie);
+    expect((await consent(casket, { tx, agent: 'carol' })).location?.searchParams.get('code')).toBeTruthy();
+  });
+
   it('rotating or removing the credential (casket keys rotate|remove) ends its access and refresh tokens', async () => {
     for (const action of ['rotate', 'remove']) {
       const doomed = casket.keys[action === 'rotate' ? 'rotated' : 'removed']!;
