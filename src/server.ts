@@ -58,6 +58,9 @@ import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint, type McpHttpAnswer } from './mcp/http.js';
+import { requestOrigin, resourceMetadataUrl } from './oauth/metadata.js';
+import { oauthApp } from './oauth/routes.js';
+import { LoginBrake } from './console/login-brake.js';
 import { fromNode, fromWeb, toWeb } from './mcp/http-adapters.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
@@ -420,9 +423,18 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
-  const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }, changesets), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
+  const secure = Boolean(config.tlsCert && config.tlsKey);
+  const mcp = mcpEndpoint({
+    door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes, secure, ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }) }, changesets),
+    allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log,
+    resourceMetadata: (headers) => resourceMetadataUrl(requestOrigin(headers.host, secure, config.publicUrl)),
+    anonymousDiscovery: config.anonymous !== 'none',
+  });
   // A POST to exactly MCP_PATH (every tool call) is served from node:http directly (serveMcp below); this route serves the rest.
   app.all(MCP_PATH, async (c) => toWeb(await mcp(fromWeb(c.req.raw))));
+  // MCP authorization (docs/authorization.md): casket is its MCP endpoint's own OAuth authorization server.
+  const loginBrake = new LoginBrake();
+  app.route('/', oauthApp({ lookup: () => options.lookup, state: services.state, log, secure, brake: loginBrake, ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }), allowPrivateClientMetadata: process.env.CASKET_TEST_PRIVATE_CLIENT_METADATA === '1' }));
   // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
   let credentialsInForce: readonly Credential[] = credentials;
   app.route('/', consoleApp(
@@ -433,7 +445,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       firstEventId: ['0', '0-0'].find((id) => eventLog.validId(id)),
       setup: { backend: config.upstream ? 'upstream' : 'embedded', ...(config.upstream && { upstream: config.upstream.url }), state: config.state, guard: config.guard, agentHeader: config.agentHeader, retainBytes: config.retainBytes },
     },
-    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log, onLogout: () => void eventStream.recheckAll() },
+    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log, brake: loginBrake, onLogout: () => void eventStream.recheckAll() },
   ));
   /**
    * An S3 request, from the socket to handleS3 and back, without Hono and
@@ -504,6 +516,11 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const drain = new Drain();
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
     if (!drain.admit(incoming, outgoing)) return;
+    // No bucket name starts with '.' (S3 bucket naming rules): these are casket's discovery documents (RFC 9728, RFC 8414).
+    if (incoming.url?.startsWith('/.well-known/oauth-')) {
+      void serveCasket(incoming, outgoing);
+      return;
+    }
     if (incoming.url?.startsWith('/_casket/')) {
       watchBody(incoming, outgoing, {
         idleMs: config.bodyTimeoutMs,

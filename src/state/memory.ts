@@ -5,7 +5,7 @@
  */
 import { compareKeys } from '../vocabulary/names.js';
 import { fullStamp, mergeRead } from './read-coverage.js';
-import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery, inWindow, LOG_ORDER_SLACK_MS } from './types.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type OAuthGrant, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery, inWindow, LOG_ORDER_SLACK_MS } from './types.js';
 
 const SEP = '\u0000';
 
@@ -22,6 +22,7 @@ export class MemoryStateStore implements StateStore {
   private readonly sessions = new Map<string, SessionRecord>();
   /** Console session id -> epoch ms it is revoked until: not capped by maxEntries, so a revocation is never forgotten early. */
   private readonly consoleRevocations = new Map<string, number>();
+  private readonly oauthGrants = new Map<string, OAuthGrant>();
   private readonly reminderCursors = new Map<string, { cursor: string; at: number }>();
 
   constructor(private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {}
@@ -186,6 +187,33 @@ export class MemoryStateStore implements StateStore {
     this.reminderCursors.delete(agent);
     this.reminderCursors.set(agent, { cursor, at: Date.now() });
     while (this.reminderCursors.size > this.limits.maxEntries) this.reminderCursors.delete(this.reminderCursors.keys().next().value!);
+  }
+
+  async putOAuthGrant(grant: OAuthGrant): Promise<void> {
+    const now = Date.now();
+    for (const [id, g] of this.oauthGrants) if (g.expiresAt < now) this.oauthGrants.delete(id);
+    this.oauthGrants.set(grant.id, { ...grant });
+  }
+
+  async getOAuthGrant(id: string): Promise<OAuthGrant | undefined> {
+    const g = this.oauthGrants.get(id);
+    return g && g.expiresAt >= Date.now() ? { ...g } : undefined;
+  }
+
+  async listOAuthGrants(): Promise<OAuthGrant[]> {
+    const now = Date.now();
+    return [...this.oauthGrants.values()].filter((g) => g.expiresAt >= now).map((g) => ({ ...g }));
+  }
+
+  async deleteOAuthGrant(id: string): Promise<boolean> {
+    return this.oauthGrants.delete(id);
+  }
+
+  async swapOAuthSecret(id: string, expected: string, next: string, usedAt: number, expiresAt: number): Promise<boolean> {
+    const g = this.oauthGrants.get(id);
+    if (!g || g.expiresAt < Date.now() || g.secretHash !== expected) return false;
+    this.oauthGrants.set(id, { ...g, secretHash: next, pendingCode: false, lastUsedAt: usedAt, expiresAt });
+    return true;
   }
 
   async close(): Promise<void> {}

@@ -77,7 +77,7 @@ import { createHash } from 'node:crypto';
 import { type ChainableCommander, type Redis } from 'ioredis';
 import { compareKeys } from '../vocabulary/names.js';
 import { closeRedis, confirmReplicated, openRedis, type RedisTarget, type Replication } from './redis-connection.js';
-import { SESSION_GRACE_MS, type CommittedWrite, type SessionRecord } from './types.js';
+import { SESSION_GRACE_MS, type CommittedWrite, type OAuthGrant, type SessionRecord } from './types.js';
 import { inWindow, LOG_ORDER_SLACK_MS, type PartDigest, type ReadEvent, type ReadStamp, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 /**
@@ -195,10 +195,31 @@ redis.call('HSET', KEYS[1], ARGV[1], seq .. ' ' .. ARGV[2])
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 `;
 
+/**
+ * swapOAuthSecret: compare the grant's secretHash and replace it in one
+ * step, so two replicas redeeming the same refresh token cannot both win.
+ * KEYS[1] grant; ARGV expected, next, usedAt, expiresAt (epoch ms).
+ */
+const SWAP_OAUTH_SECRET = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local g = cjson.decode(raw)
+if g.secretHash ~= ARGV[1] then return 0 end
+g.secretHash = ARGV[2]
+g.pendingCode = false
+g.lastUsedAt = tonumber(ARGV[3])
+g.expiresAt = tonumber(ARGV[4])
+local ttl = tonumber(ARGV[4]) - tonumber(ARGV[3])
+if ttl < 1 then ttl = 1 end
+redis.call('SET', KEYS[1], cjson.encode(g), 'PX', ttl)
+return 1
+`;
+
 interface Scripts {
   touchStamp(...keysAndArgs: Array<string | number>): Promise<string[]>;
   recordWrite(numberOfKeys: number, ...keysAndArgs: Array<string | number>): Promise<unknown>;
   putPartDigest(...keysAndArgs: Array<string | number>): Promise<unknown>;
+  swapOAuthSecret(...keysAndArgs: Array<string | number>): Promise<number>;
 }
 
 /** A write-log entry as JSON in Redis: the time as epoch ms. */
@@ -245,6 +266,7 @@ export class RedisStateStore implements StateStore {
     redis.defineCommand('putPartDigest', { numberOfKeys: 1, lua: PUT_PART_DIGEST });
     // The number of keys varies (one per index entry): given with each call.
     redis.defineCommand('recordWrite', { lua: RECORD_WRITE });
+    redis.defineCommand('swapOAuthSecret', { numberOfKeys: 1, lua: SWAP_OAUTH_SECRET });
     return new RedisStateStore(redis as Redis & Scripts, limits, options.prefix ?? 'casket:', options.replication ?? { replicas: 0, timeoutMs: 0 });
   }
 
@@ -500,6 +522,36 @@ export class RedisStateStore implements StateStore {
   async putReminderCursor(agent: string, cursor: string): Promise<void> {
     // Not waited on by replicas: a cursor lost in a failover repeats a reminder, it never hides one.
     await this.redis.set(`${this.prefix}reminder-cursor:${agent}`, cursor, 'PX', this.limits.ttlMs);
+  }
+
+  async putOAuthGrant(grant: OAuthGrant): Promise<void> {
+    const ttl = Math.max(1, grant.expiresAt - Date.now());
+    await this.durable(exec(this.redis.multi().set(`${this.prefix}oauth-grant:${grant.id}`, JSON.stringify(grant), 'PX', ttl).sadd(`${this.prefix}oauth-grants`, grant.id)));
+  }
+
+  async getOAuthGrant(id: string): Promise<OAuthGrant | undefined> {
+    const raw = await this.redis.get(`${this.prefix}oauth-grant:${id}`);
+    return raw ? (JSON.parse(raw) as OAuthGrant) : undefined;
+  }
+
+  async listOAuthGrants(): Promise<OAuthGrant[]> {
+    const ids = await this.redis.smembers(`${this.prefix}oauth-grants`);
+    if (ids.length === 0) return [];
+    const raws = await this.redis.mget(ids.map((id) => `${this.prefix}oauth-grant:${id}`));
+    // Ids whose grant expired are dropped from the set as they are found.
+    const gone = ids.filter((_, i) => !raws[i]);
+    if (gone.length > 0) await this.redis.srem(`${this.prefix}oauth-grants`, ...gone);
+    return raws.filter((r): r is string => Boolean(r)).map((r) => JSON.parse(r) as OAuthGrant).sort((a, b) => a.id.localeCompare(b.id));
+  }
+
+  async deleteOAuthGrant(id: string): Promise<boolean> {
+    const deleted = await this.durable(this.redis.del(`${this.prefix}oauth-grant:${id}`));
+    await this.redis.srem(`${this.prefix}oauth-grants`, id);
+    return deleted > 0;
+  }
+
+  async swapOAuthSecret(id: string, expected: string, next: string, usedAt: number, expiresAt: number): Promise<boolean> {
+    return (await this.durableScript(this.redis.swapOAuthSecret(`${this.prefix}oauth-grant:${id}`, expected, next, usedAt, expiresAt))) === 1;
   }
 
   async close(): Promise<void> {

@@ -6,7 +6,7 @@
  */
 import { openSqlite, type Database, type Statement } from '../sqlite.js';
 import { fullStamp, mergeRead, readsWhole } from './read-coverage.js';
-import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type OAuthGrant, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS stamps (
@@ -41,6 +41,9 @@ CREATE TABLE IF NOT EXISTS sessions (
 CREATE INDEX IF NOT EXISTS sessions_keep_until ON sessions(keep_until);
 CREATE TABLE IF NOT EXISTS console_revocations (
   id TEXT PRIMARY KEY, until INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS oauth_grants (
+  id TEXT PRIMARY KEY, record TEXT NOT NULL, expires_at INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS reminder_cursors (
   agent TEXT PRIMARY KEY, cursor TEXT NOT NULL, at INTEGER NOT NULL
@@ -184,6 +187,7 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM part_digests_by_md5 WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE keep_until < ?').run(Date.now());
       this.db.prepare('DELETE FROM console_revocations WHERE until < ?').run(Date.now());
+      this.db.prepare('DELETE FROM oauth_grants WHERE expires_at < ?').run(Date.now());
       this.db.prepare('DELETE FROM reminder_cursors WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE access_key IN (SELECT access_key FROM sessions ORDER BY keep_until DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
@@ -429,6 +433,35 @@ export class SqliteStateStore implements StateStore {
       if (!row) return false;
       const s = JSON.parse(row.record) as SessionRecord;
       this.q.putSession.run(accessKeyId, JSON.stringify({ ...s, revoked: true }), s.expiresAt + SESSION_GRACE_MS);
+      return true;
+    }).immediate();
+  }
+
+  async putOAuthGrant(grant: OAuthGrant): Promise<void> {
+    this.db.prepare('INSERT OR REPLACE INTO oauth_grants (id, record, expires_at) VALUES (?, ?, ?)').run(grant.id, JSON.stringify(grant), grant.expiresAt);
+  }
+
+  async getOAuthGrant(id: string): Promise<OAuthGrant | undefined> {
+    const row = this.db.prepare<[string, number], { record: string }>('SELECT record FROM oauth_grants WHERE id = ? AND expires_at >= ?').get(id, Date.now());
+    return row ? (JSON.parse(row.record) as OAuthGrant) : undefined;
+  }
+
+  async listOAuthGrants(): Promise<OAuthGrant[]> {
+    return this.db.prepare<[number], { record: string }>('SELECT record FROM oauth_grants WHERE expires_at >= ? ORDER BY id').all(Date.now()).map((r) => JSON.parse(r.record) as OAuthGrant);
+  }
+
+  async deleteOAuthGrant(id: string): Promise<boolean> {
+    return this.db.prepare('DELETE FROM oauth_grants WHERE id = ?').run(id).changes > 0;
+  }
+
+  async swapOAuthSecret(id: string, expected: string, next: string, usedAt: number, expiresAt: number): Promise<boolean> {
+    return this.db.transaction(() => {
+      const row = this.db.prepare<[string, number], { record: string }>('SELECT record FROM oauth_grants WHERE id = ? AND expires_at >= ?').get(id, Date.now());
+      if (!row) return false;
+      const g = JSON.parse(row.record) as OAuthGrant;
+      if (g.secretHash !== expected) return false;
+      const updated: OAuthGrant = { ...g, secretHash: next, pendingCode: false, lastUsedAt: usedAt, expiresAt };
+      this.db.prepare('UPDATE oauth_grants SET record = ?, expires_at = ? WHERE id = ?').run(JSON.stringify(updated), expiresAt, id);
       return true;
     }).immediate();
   }

@@ -141,6 +141,36 @@ export interface SessionRecord {
  */
 export const SESSION_GRACE_MS = 3600 * 1000;
 
+/**
+ * An MCP client's authorization (src/oauth/grants.ts): one login and consent,
+ * from its authorization code to its last refresh token. Only hashes of the
+ * code and refresh token are kept, never the tokens themselves.
+ */
+export interface OAuthGrant {
+  id: string;
+  clientId: string;
+  clientName: string;
+  redirectUri: string;
+  /** The credential whose policy the tokens carry, and the agent they act as. */
+  accessKeyId: string;
+  agent?: string;
+  /** Which secret of that key consented (src/oauth/grants.ts keyFingerprint): a rotated key's grants end. */
+  keyFingerprint?: string;
+  /** RFC 8707 resource: the MCP endpoint's URL, the tokens' audience. */
+  resource: string;
+  /** PKCE S256 code_challenge (RFC 7636 §4.2). */
+  codeChallenge: string;
+  /** SHA-256 (base64url) of the one code or refresh token that may be redeemed next. */
+  secretHash: string;
+  /** Whether `secretHash` is the authorization code's (not yet redeemed). */
+  pendingCode: boolean;
+  /** Epoch ms. */
+  createdAt: number;
+  lastUsedAt: number;
+  /** Epoch ms after which the grant is forgotten (a code's minute, then a refresh token's idle limit). */
+  expiresAt: number;
+}
+
 export interface StateLimits {
   /** Stamps and log entries older than this are forgotten. */
   ttlMs: number;
@@ -266,6 +296,24 @@ export interface StateStore {
    */
   getReminderCursor(agent: string): Promise<string | undefined>;
   putReminderCursor(agent: string, cursor: string): Promise<void>;
+
+  /**
+   * MCP authorization grants (src/oauth/grants.ts), shared by every replica:
+   * kept until `expiresAt`, never capped by maxEntries (a cap would log a
+   * client out, not let one in). get answers undefined past expiresAt.
+   */
+  putOAuthGrant(grant: OAuthGrant): Promise<void>;
+  getOAuthGrant(id: string): Promise<OAuthGrant | undefined>;
+  listOAuthGrants(): Promise<OAuthGrant[]>;
+  /** false when the store did not know it. */
+  deleteOAuthGrant(id: string): Promise<boolean>;
+  /**
+   * Atomically: when the grant's secretHash is `expected`, replaces it with
+   * `next` (the next refresh token's), clears pendingCode and sets
+   * lastUsedAt/expiresAt; true. Else changes nothing; false. A code or refresh
+   * token is thus redeemed once, on whichever replica asks first.
+   */
+  swapOAuthSecret(id: string, expected: string, next: string, usedAt: number, expiresAt: number): Promise<boolean>;
 
   close(): Promise<void>;
 }
