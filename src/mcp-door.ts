@@ -12,6 +12,9 @@ import { sessionRequest, withSession } from './auth/sessions.js';
 import { verifySigV4, type AuthResult } from './auth/sigv4.js';
 import { resolveAgent } from './guard/identity.js';
 import { readToken, tokenHolds } from './mcp/token.js';
+import { accessTokenKeyId } from './oauth/access-token.js';
+import { oauthCaller } from './oauth/verify.js';
+import { requestOrigin } from './oauth/metadata.js';
 import { changesFor, diffFor, retainedFor } from './agent-changes.js';
 import { changedSinceRead } from './changes/since-read.js';
 import type { Services } from './s3/context.js';
@@ -44,7 +47,7 @@ function verifiedAs(lookup: CredentialLookup, caller: Caller, region: string): A
   return { credential: credentialOf(lookup, caller), presigned: false, payloadMode: 'literal', declaredSha256: EMPTY_SHA256, signedHeaders: [], region };
 }
 
-export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number }, changesets: ChangesetEngine): CasketDoor {
+export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number; secure: boolean }, changesets: ChangesetEngine): CasketDoor {
   const auth = (caller: Caller) => verifiedAs(options.lookup, caller, services.region);
   return {
     async authenticate(req: EndpointRequest): Promise<Caller | undefined> {
@@ -53,7 +56,9 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       let credential: Credential | undefined;
       let claimed: string | undefined;
       const bearer = /^Bearer\s+(\S+)$/i.exec(authorization);
-      if (bearer) {
+      if (bearer && accessTokenKeyId(bearer[1]!) !== undefined) {
+        ({ credential, claimed } = await oauthCaller(bearer[1]!, options.lookup, services.state, requestOrigin(req.headers.host, settings.secure)));
+      } else if (bearer) {
         const claims = readToken(bearer[1]!);
         credential = claims && options.lookup(claims.accessKeyId);
         if (!claims || !credential || !tokenHolds(claims, credential.secretAccessKey)) throw new NotAuthenticated('The bearer token is not one casket issued, or it has expired: mint one with `casket mcp token`.');

@@ -58,6 +58,8 @@ import type { RefusalContext } from './guard/guard.js';
 import type { WriteNotice } from './s3/context.js';
 import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint, type McpHttpAnswer } from './mcp/http.js';
+import { requestOrigin, resourceMetadataUrl } from './oauth/metadata.js';
+import { oauthApp } from './oauth/routes.js';
 import { fromNode, fromWeb, toWeb } from './mcp/http-adapters.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
@@ -420,9 +422,17 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const eventStream = eventsEndpoint({ log: eventLog, authorize: authorizeEvents });
   app.get(EVENTS_PATH, (c) => eventStream(c.req.raw));
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
-  const mcp = mcpEndpoint({ door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes }, changesets), allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log });
+  const secure = Boolean(config.tlsCert && config.tlsKey);
+  const mcp = mcpEndpoint({
+    door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes, secure }, changesets),
+    allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log,
+    resourceMetadata: (headers) => resourceMetadataUrl(requestOrigin(headers.host, secure)),
+    anonymousDiscovery: config.anonymous !== 'none',
+  });
   // A POST to exactly MCP_PATH (every tool call) is served from node:http directly (serveMcp below); this route serves the rest.
   app.all(MCP_PATH, async (c) => toWeb(await mcp(fromWeb(c.req.raw))));
+  // MCP authorization (docs/authorization.md): casket is its MCP endpoint's own OAuth authorization server.
+  app.route('/', oauthApp({ lookup: () => options.lookup, state: services.state, log, secure, allowPrivateClientMetadata: process.env.CASKET_TEST_PRIVATE_CLIENT_METADATA === '1' }));
   // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
   let credentialsInForce: readonly Credential[] = credentials;
   app.route('/', consoleApp(
@@ -504,6 +514,11 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const drain = new Drain();
   const listener = (incoming: IncomingMessage, outgoing: ServerResponse): void => {
     if (!drain.admit(incoming, outgoing)) return;
+    // No bucket name starts with '.' (S3 bucket naming rules): these are casket's discovery documents (RFC 9728, RFC 8414).
+    if (incoming.url?.startsWith('/.well-known/oauth-')) {
+      void serveCasket(incoming, outgoing);
+      return;
+    }
     if (incoming.url?.startsWith('/_casket/')) {
       watchBody(incoming, outgoing, {
         idleMs: config.bodyTimeoutMs,

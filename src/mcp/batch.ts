@@ -11,8 +11,10 @@
  *   and `"1"`) count as one, as a client or bridge that keys by string would
  *   see them. Such a batch is refused whole, -32600 Invalid Request: nothing
  *   of it runs.
- * - Anonymous clients may only discover: initialize, ping, tools/list and
- *   notifications/initialized (finding 5). Anything else needs credentials.
+ * - Anonymous clients may only discover — initialize, ping, tools/list and
+ *   notifications/initialized (finding 5) — and only when casket lets
+ *   unsigned requests in (--anonymous read; http.ts anonymousDiscovery).
+ *   Anything else needs credentials.
  * - `notifications/cancelled` is dropped. Each POST has its own server
  *   connection here (no session), so a cancellation can only name a request
  *   of the same POST — and a cancelled request is never answered
@@ -42,11 +44,14 @@ function idOf(m: unknown): { id: unknown } | undefined {
 }
 
 /** Judges one parsed body: the body to hand the transport (cancellations dropped), or why it is refused. */
-export function admit(body: unknown, anonymous: boolean): Admitted {
+export function admit(body: unknown, anonymous: boolean, discoveryOpen = true): Admitted {
   const batch = Array.isArray(body);
   const messages: unknown[] = batch ? body : [body];
+  if (anonymous && !discoveryOpen) {
+    return { ok: false, status: 401, code: -32001, message: 'Unauthorized: casket needs credentials — log in through your MCP client (OAuth, see WWW-Authenticate), or Authorization: Bearer <token from `casket mcp token`>, or a SigV4 signature.', challenge: true };
+  }
   if (anonymous && !messages.every((m) => DISCOVERY.has(methodOf(m) ?? ''))) {
-    return { ok: false, status: 401, code: -32001, message: 'Unauthorized: without credentials only initialize, ping, tools/list and notifications/initialized are answered — Authorization: Bearer <token from `casket mcp token`>, or a SigV4 signature.', challenge: true };
+    return { ok: false, status: 401, code: -32001, message: 'Unauthorized: without credentials only initialize, ping, tools/list and notifications/initialized are answered — log in through your MCP client (OAuth), or Authorization: Bearer <token from `casket mcp token`>, or a SigV4 signature.', challenge: true };
   }
   const seen = new Set<string>();
   for (const m of messages) {

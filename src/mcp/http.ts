@@ -16,9 +16,12 @@
  * (request-caller.ts), and a server goes back to the pool only once every
  * request of its POST was answered — so no handler of it still runs.
  *
- * Who: `Authorization: Bearer <token>` (token.ts) or a SigV4 signature
- * (door.authenticate). Anonymous requests may only discover (batch.ts) — a
- * tool call without credentials is 401 with `WWW-Authenticate: Bearer`
+ * Who: `Authorization: Bearer <token>` — an OAuth access token
+ * (src/oauth/verify.ts) or a `casket mcp token` (token.ts) — or a SigV4
+ * signature (door.authenticate). Anonymous requests are 401 with
+ * `WWW-Authenticate: Bearer resource_metadata="…"`, pointing the client to
+ * casket's authorization server (RFC 9728 §5.1), unless --anonymous read
+ * lets them discover (batch.ts)
  * (authorization spec,
  * https://modelcontextprotocol.io/specification/2025-11-25/basic/authorization#error-handling).
  * A batch whose request ids repeat is refused whole (batch.ts).
@@ -60,6 +63,20 @@ export interface McpHttpOptions {
   allowedOrigins: readonly string[];
   maxTextBytes: number;
   log: { info(o: object, msg: string): void; warn(o: object, msg: string): void };
+  /**
+   * Where a client learns how to get a token (RFC 9728 §5.1): the
+   * resource_metadata URL each 401 names, from the request's headers.
+   */
+  resourceMetadata: (headers: Record<string, string>) => string;
+  /**
+   * Whether a client without credentials may discover (initialize, ping,
+   * tools/list): only when casket lets unsigned requests in at all
+   * (--anonymous read). Otherwise every anonymous request is 401, so an
+   * OAuth client meets the challenge at `initialize` and starts its login
+   * before it has a session it cannot use (the MCP SDK's client and
+   * mcp-remote start the flow on the 401 of their first request).
+   */
+  anonymousDiscovery: boolean;
   /** Longest a POST waits for its handlers before it is answered with an error (ms). Default 60 s. */
   deadlineMs?: number;
 }
@@ -145,10 +162,10 @@ async function handleMcpHttp(request: McpHttpRequest, options: McpHttpOptions, l
     caller = await options.door.authenticate({ method: request.method, url: request.url, headers, body: raw });
   } catch (e) {
     if (!(e instanceof NotAuthenticated)) throw e;
-    return jsonRpcError(401, -32001, `Unauthorized: ${e.message}`, { 'www-authenticate': 'Bearer error="invalid_token"' });
+    return jsonRpcError(401, -32001, `Unauthorized: ${e.message}`, { 'www-authenticate': `Bearer error="invalid_token", resource_metadata="${options.resourceMetadata(headers)}"` });
   }
-  const admitted = admit(body, caller === undefined);
-  if (!admitted.ok) return jsonRpcError(admitted.status, admitted.code, admitted.message, admitted.challenge ? { 'www-authenticate': 'Bearer' } : {});
+  const admitted = admit(body, caller === undefined, options.anonymousDiscovery);
+  if (!admitted.ok) return jsonRpcError(admitted.status, admitted.code, admitted.message, admitted.challenge ? { 'www-authenticate': `Bearer resource_metadata="${options.resourceMetadata(headers)}"` } : {});
   if (admitted.messages === 0) return { status: 202, headers: {}, body: null };
   const lent = await lend();
   let timer: NodeJS.Timeout | undefined;

@@ -29,7 +29,7 @@ export interface OAuthClient {
 
 export class RegistrationError extends Error {}
 
-function allowedRedirect(uri: string): boolean {
+export function allowedRedirect(uri: string): boolean {
   if (uri.length > MAX_URI) return false;
   let url: URL;
   try {

@@ -11,7 +11,7 @@
  * second time — a copy in someone else's hands — revokes the whole grant
  * (RFC 9700 §4.14.2, §4.5).
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { OAuthGrant, StateStore } from '../state/types.js';
 
 /** A code must be redeemed within this (RFC 6749 §4.1.2: "a maximum ... of 10 minutes"; a client redeems at once). */
@@ -66,4 +66,9 @@ export async function redeem(state: StateStore, secret: string, code: boolean, c
   const expiresAt = now + REFRESH_IDLE_SECONDS * 1000;
   if (!(await state.swapOAuthSecret(grant.id, hash, hashSecret(refreshToken), now, expiresAt))) return { ok: false, reason: 'The code or refresh token was redeemed at the same moment by another request.' };
   return { ok: true, grant: { ...grant, lastUsedAt: now, expiresAt, pendingCode: false }, refreshToken };
+}
+
+/** Names a key's secret without revealing it: a grant made under one secret ends when the key is rotated. */
+export function keyFingerprint(secretAccessKey: string): string {
+  return createHmac('sha256', secretAccessKey).update('casket-oauth-grant-key-v1').digest('base64url');
 }

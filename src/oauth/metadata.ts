@@ -19,6 +19,14 @@ export const OAUTH_PATH = '/_casket/oauth';
 export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER_PATH = '/.well-known/oauth-authorization-server';
 
+/**
+ * The origin a request reached casket at (its Host header; https when casket
+ * serves TLS): the issuer, and the base of every URL the documents name.
+ */
+export function requestOrigin(host: string | undefined, secure: boolean): string {
+  return `${secure ? 'https' : 'http'}://${host ?? 'localhost'}`;
+}
+
 /** The MCP endpoint's URL as a client names it: the RFC 8707 resource and the tokens' audience. */
 export function resourceUrl(origin: string): string {
   return origin + MCP_PATH;
@@ -53,5 +61,7 @@ export function authorizationServerMetadata(origin: string): object {
     token_endpoint_auth_methods_supported: ['none'],
     // RFC 9207: the redirect carries iss, so a client talking to several servers knows which answered.
     authorization_response_iss_parameter_supported: true,
+    // The MCP spec's preferred registration: an https client_id naming the client's own metadata (client-metadata.ts).
+    client_id_metadata_document_supported: true,
   };
 }

@@ -154,6 +154,8 @@ export interface OAuthGrant {
   /** The credential whose policy the tokens carry, and the agent they act as. */
   accessKeyId: string;
   agent?: string;
+  /** Which secret of that key consented (src/oauth/grants.ts keyFingerprint): a rotated key's grants end. */
+  keyFingerprint?: string;
   /** RFC 8707 resource: the MCP endpoint's URL, the tokens' audience. */
   resource: string;
   /** PKCE S256 code_challenge (RFC 7636 §4.2). */

@@ -6,6 +6,7 @@
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
+import { mintToken } from '../helpers/mcp.js';
 import { sdk } from '../helpers/clients.js';
 import { raw, sha256hex } from '../helpers/raw.js';
 
@@ -27,7 +28,8 @@ describe('/_casket/mcp', () => {
   it.each(['2025-06-18', '2025-11-25'])('negotiates protocol version %s', async (version) => {
     const res = await fetch(new URL('/_casket/mcp', casket.url), {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: ACCEPT },
+      // Credentials: without them initialize is 401, the start of an OAuth login (src/mcp/http.ts).
+      headers: { 'content-type': 'application/json', accept: ACCEPT, authorization: `Bearer ${mintToken(casket.admin)}` },
       body: rpc(1, 'initialize', { protocolVersion: version, capabilities: {}, clientInfo: { name: 'wire', version: '1' } }),
     });
     expect(res.status).toBe(200);

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/casket.js';
+import { mintToken } from '../helpers/mcp.js';
 import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
 
@@ -57,7 +58,8 @@ describe('what a casket loads', () => {
 
       const init = await fetch(`${url}/_casket/mcp`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        // Credentials: without them initialize is 401 (the start of an OAuth login).
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${mintToken(admin)}` },
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'memory-test', version: '1' } } }),
       });
       expect(init.status).toBe(200);
