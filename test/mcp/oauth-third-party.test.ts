@@ -18,19 +18,23 @@
  *   authProvider), so it cannot log in, TTY or not; it takes the access token
  *   mcp-remote got, with --header, as a script would.
  *
- * Then: the token acts as its agent whatever header the client adds, and
- * once the grant is revoked in the console both clients meet a 401 that
- * points to the protected resource metadata: the Inspector prints casket's
- * reason, mcp-remote asks the user to authorize again.
+ * Then: the token acts as its agent whatever header the client adds; an
+ * expired access token is a 401 the Inspector prints, and mcp-remote
+ * refreshes it without a login; once the grant is revoked in the console
+ * both clients meet a 401 that points to the protected resource metadata:
+ * the Inspector prints casket's reason, mcp-remote asks the user to
+ * authorize again.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { hkdfSync } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { decodeJwt, SignJWT } from 'jose';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
@@ -124,15 +128,27 @@ describe.skipIf(!haveChromium())('MCP authorization with mcp-remote and the Insp
     await casket?.stop();
   });
 
-  it('mcp-remote, given only the URL, logs in through casket\'s pages, then lists, reads and edits as the agent allowed', async () => {
-    configDir = mkdtempSync(join(tmpdir(), 'mcp-remote-oauth-'));
-    transport = new StdioClientTransport({
+  /** mcp-remote as an mcpServers entry spawns it: the URL alone; what it stores goes to configDir. */
+  function mcpRemote(onStderr: (s: string) => void): StdioClientTransport {
+    const t = new StdioClientTransport({
       command: process.execPath,
       args: [MCP_REMOTE, mcpUrl()],
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', MCP_REMOTE_CONFIG_DIR: configDir, BROWSER: 'true' },
       stderr: 'pipe',
     });
-    transport.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    t.stderr!.on('data', (chunk: Buffer) => onStderr(chunk.toString('utf8')));
+    return t;
+  }
+
+  /** mcp-remote's stored tokens (…/<server hash>_tokens.json). */
+  function tokensFile(): string {
+    const name = readdirSync(configDir, { recursive: true, encoding: 'utf8' }).find((f) => f.endsWith('_tokens.json'));
+    return join(configDir, name!);
+  }
+
+  it('mcp-remote, given only the URL, logs in through casket\'s pages, then lists, reads and edits as the agent allowed', async () => {
+    configDir = mkdtempSync(join(tmpdir(), 'mcp-remote-oauth-'));
+    transport = mcpRemote((s) => (stderr += s));
     remote = new Client({ name: 'oauth-test', version: '1.0.0' });
     const connected = remote.connect(transport);
     const url = await until('the authorization URL on stderr', () => promptedUrl(1));
@@ -150,9 +166,7 @@ describe.skipIf(!haveChromium())('MCP authorization with mcp-remote and the Insp
     etag = String(edited.structuredContent!.etag);
     expect(await writerOf(KEY)).toBe('ann');
 
-    // mcp-remote keeps its tokens in files of its own (…/<server hash>_tokens.json).
-    const dir = readdirSync(configDir, { recursive: true, encoding: 'utf8' }).find((f) => f.endsWith('_tokens.json'));
-    accessToken = (JSON.parse(readFileSync(join(configDir, dir!), 'utf8')) as { access_token: string }).access_token;
+    accessToken = (JSON.parse(readFileSync(tokensFile(), 'utf8')) as { access_token: string }).access_token;
     expect(accessToken).toMatch(/^eyJ/);
     // No token in a URL: the one the client was sent to carried none, and neither do casket's log lines.
     expect(url).not.toContain(accessToken);
@@ -167,6 +181,33 @@ describe.skipIf(!haveChromium())('MCP authorization with mcp-remote and the Insp
     const result = JSON.parse(edited.stdout) as ToolResult;
     expect(result.isError, text(result)).toBeFalsy();
     expect(await writerOf(KEY)).toBe('ann');
+  });
+
+  it('an expired access token: the Inspector prints casket\'s 401, a new mcp-remote refreshes it without a login', async () => {
+    // The token as casket would have signed it ten minutes ago (access-token.ts: HS256, key derived from the key's secret).
+    const person = casket.keys.person!;
+    const key = new Uint8Array(hkdfSync('sha256', person.secretAccessKey, '', 'casket-oauth-access-token-v1', 32));
+    const now = Math.floor(Date.now() / 1000);
+    const expired = await new SignJWT({ ...decodeJwt(accessToken), iat: now - 600, exp: now - 300 }).setProtectedHeader({ alg: 'HS256', typ: 'at+jwt', kid: person.accessKeyId }).sign(key);
+    const refused = await inspector(expired, ['--method', 'tools/list']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('"code":-32001,"message":"Unauthorized: The access token is not valid here');
+
+    // A client started later with that token on disk: it refreshes (the refresh token rotates) and nobody logs in.
+    const stored = JSON.parse(readFileSync(tokensFile(), 'utf8')) as { access_token: string; refresh_token: string };
+    writeFileSync(tokensFile(), JSON.stringify({ ...stored, access_token: expired }));
+    let said = '';
+    const later = new Client({ name: 'oauth-test-later', version: '1.0.0' });
+    await later.connect(mcpRemote((s) => (said += s)));
+    try {
+      expect((await later.listTools()).tools.length).toBeGreaterThan(0);
+    } finally {
+      await later.close();
+    }
+    expect(said).not.toMatch(AUTHORIZE_PROMPT);
+    const renewed = JSON.parse(readFileSync(tokensFile(), 'utf8')) as { access_token: string; refresh_token: string };
+    expect(renewed.access_token).not.toBe(expired);
+    expect(renewed.refresh_token).not.toBe(stored.refresh_token);
   });
 
   it('after Revoke in the console: 401 pointing to the resource metadata; the Inspector prints why, mcp-remote asks to authorize again', async () => {
