@@ -13,15 +13,30 @@
  * agent, client_id, gid (the grant: revoking it ends the token at the next
  * request), exp (ACCESS_TOKEN_SECONDS).
  */
-import { hkdfSync } from 'node:crypto';
+import { createSecretKey, hkdfSync, type KeyObject } from 'node:crypto';
 import { decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 
 export const ACCESS_TOKEN_SECONDS = 300;
 const CONTEXT = 'casket-oauth-access-token-v1';
 const TYP = 'at+jwt';
 
-function keyOf(secretAccessKey: string): Uint8Array {
-  return new Uint8Array(hkdfSync('sha256', secretAccessKey, '', CONTEXT, 32));
+/**
+ * The derived keys, kept as KeyObjects: deriving and importing a key per
+ * request was most of a token check's cost (measured: docs/authorization.md).
+ * Keyed by the secret, so a rotated key derives anew; bounded, as the
+ * credentials are, and cleared whole when full.
+ */
+const derived = new Map<string, KeyObject>();
+const MAX_DERIVED = 4096;
+
+function keyOf(secretAccessKey: string): KeyObject {
+  let key = derived.get(secretAccessKey);
+  if (!key) {
+    if (derived.size >= MAX_DERIVED) derived.clear();
+    key = createSecretKey(new Uint8Array(hkdfSync('sha256', secretAccessKey, '', CONTEXT, 32)));
+    derived.set(secretAccessKey, key);
+  }
+  return key;
 }
 
 export interface AccessClaims {
