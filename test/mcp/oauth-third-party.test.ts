@@ -42,6 +42,7 @@ import { sdk } from '../helpers/clients.js';
 import { call, text, type ToolResult } from '../helpers/mcp.js';
 import { haveChromium, launch } from '../console/browser.js';
 import { consoleLogin } from '../console/login.js';
+import { until } from '../helpers/poll.js';
 
 const REPO = resolve(import.meta.dirname, '../..');
 const MCP_REMOTE = join(REPO, 'node_modules/mcp-remote/dist/proxy.js');
@@ -65,18 +66,16 @@ describe.skipIf(!haveChromium())('MCP authorization with mcp-remote and the Insp
 
   const mcpUrl = () => `${casket.url}/_casket/mcp`;
 
-  async function until<T>(what: string, get: () => T | undefined, ms = 20_000): Promise<T> {
-    const end = Date.now() + ms;
-    for (;;) {
-      const v = get();
-      if (v !== undefined) return v;
-      if (Date.now() > end) throw new Error(`timed out waiting for ${what}; mcp-remote said:\n${stderr}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
   /** The n-th authorization URL mcp-remote printed (1-based). */
   const promptedUrl = (n: number) => [...stderr.matchAll(AUTHORIZE_PROMPT)][n - 1]?.[1];
+
+  /** Waits for it; on a timeout, says what mcp-remote printed instead. */
+  async function prompted(n: number): Promise<string> {
+    await until(() => promptedUrl(n) !== undefined, `authorization URL ${n} on mcp-remote's stderr`, 20_000).catch((e: Error) => {
+      throw new Error(`${e.message}; mcp-remote said:\n${stderr}`);
+    });
+    return promptedUrl(n)!;
+  }
 
   /** What a person does in the browser: casket's login page, then Allow on the consent screen. */
   async function logInAndAllow(url: string, cred: Cred, agent: string): Promise<void> {
@@ -151,7 +150,7 @@ describe.skipIf(!haveChromium())('MCP authorization with mcp-remote and the Insp
     transport = mcpRemote((s) => (stderr += s));
     remote = new Client({ name: 'oauth-test', version: '1.0.0' });
     const connected = remote.connect(transport);
-    const url = await until('the authorization URL on stderr', () => promptedUrl(1));
+    const url = await prompted(1);
     expect(new URL(url).pathname).toBe('/_casket/oauth/authorize');
     expect(new URL(url).searchParams.get('code_challenge_method')).toBe('S256');
     await logInAndAllow(url, casket.keys.person!, 'ann');
@@ -234,7 +233,7 @@ describe.skipIf(!haveChromium())('MCP authorization with mcp-remote and the Insp
 
     // mcp-remote meets the 401 at its next call; its refresh token went with the grant, so it starts a new login.
     void remote.listTools().catch(() => {});
-    const again = await until('a second authorization URL', () => promptedUrl(2));
+    const again = await prompted(2);
     expect(new URL(again).pathname).toBe('/_casket/oauth/authorize');
   });
 });
