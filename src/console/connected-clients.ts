@@ -27,6 +27,7 @@ export interface ConnectedClient {
   agent: string | null;
   accessKey: string;
   created: string;
+  /** When the client last redeemed its code or refreshed: an access token lives 5 minutes, so a client in use refreshes that often. */
   lastUsed: string;
   /** 'authorizing': consented, its code not yet redeemed; 'connected': it holds a refresh token. */
   state: 'authorizing' | 'connected';

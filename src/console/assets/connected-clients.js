@@ -20,7 +20,7 @@ export async function connectedClientsView(main) {
   main.append(h('h1', {}, 'Connected clients'));
   const status = h('p', { class: 'status', role: 'status' });
   const box = h('div');
-  main.append(h('p', { class: 'muted' }, 'MCP clients that logged in with a casket credential. Revoke ends a client\'s tokens: it must log in again.'), status, box);
+  main.append(h('p', { class: 'muted' }, 'MCP clients that logged in with a casket credential. Last used is the client\'s last token refresh (a client in use refreshes every 5 minutes). Revoke ends its tokens at their next request: it must log in again.'), status, box);
   const draw = async () => {
     try {
       const body = await json('connected-clients');
