@@ -66,6 +66,8 @@ export interface Config {
   /** MCP endpoint (docs/design.md §8): browser origins allowed beyond loopback ones; largest file a text tool handles. */
   mcpAllowedOrigins: string[];
   mcpMaxFileBytes: number;
+  /** The URL clients reach casket at (origin only): the OAuth issuer and MCP resource (docs/authorization.md); default: each request's Host. */
+  publicUrl?: string;
   /** Webhook targets (docs/design.md §9): a JSON file, reloaded on SIGHUP and when it changes (events/notifications.ts). */
   notificationsFile?: string;
   /**
@@ -97,7 +99,7 @@ type RawConfig = Record<
   | 'listen' | 'dataDir' | 'accessKey' | 'secretKey' | 'credentials' | 'anonymous' | 'region' | 'domain'
   | 'agentHeader' | 'guard' | 'agentWrites' | 'etagSuffix' | 'state' | 'redisUrl' | 'stateTtl' | 'stateMaxEntries'
   | 'stsMinDuration' | 'upstream' | 'upstreamAccessKey' | 'upstreamSecretKey' | 'upstreamRegion' | 'upstreamReplicas' | 'tlsCert' | 'tlsKey' | 'fsync'
-  | 'minPartSize' | 'multipartAbandonAfter' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes'
+  | 'minPartSize' | 'multipartAbandonAfter' | 'logLevel' | 'config' | 'retainMaxSize' | 'retainBytes' | 'diffMaxBytes' | 'mcpAllowedOrigins' | 'mcpMaxFileBytes' | 'publicUrl'
   | 'redisSentinels' | 'redisSentinelName' | 'redisPassword' | 'redisSentinelPassword' | 'redisMinReplicas' | 'redisReplicaTimeout'
   | 'notifications' | 'keepPreImages' | 'preImageMaxSize' | 'preImageBytes' | 'preImageTtl' | 'bodyTimeoutMs' | 'logFlushMs' | 'drainMs',
   string | undefined
@@ -143,6 +145,7 @@ export const OPTIONS: Option[] = [
   { flag: '--retain-bytes', env: 'CASKET_RETAIN_BYTES', key: 'retainBytes', help: 'bytes of such versions kept in all, oldest evicted first (default 1073741824)' },
   { flag: '--diff-max-bytes', env: 'CASKET_DIFF_MAX_BYTES', key: 'diffMaxBytes', help: 'largest diff /_casket/diff serves before cutting it (default 65536)' },
   { flag: '--mcp-allowed-origins', env: 'CASKET_MCP_ALLOWED_ORIGINS', key: 'mcpAllowedOrigins', help: 'comma-separated browser origins (https://host[:port]) that may call /_casket/mcp besides loopback ones (default: none)' },
+  { flag: '--public-url', env: 'CASKET_PUBLIC_URL', key: 'publicUrl', help: 'the URL clients reach casket at, e.g. https://casket.example behind a TLS-terminating proxy: the OAuth issuer and MCP resource (default: each request\'s Host, https when casket serves TLS)' },
   { flag: '--mcp-max-file-bytes', env: 'CASKET_MCP_MAX_FILE_BYTES', key: 'mcpMaxFileBytes', help: 'largest file the MCP text tools read or write, bytes (default 4194304)' },
   { flag: '--notifications', env: 'CASKET_NOTIFICATIONS', key: 'notifications', help: 'JSON file of webhook targets that get each event record (reloaded on SIGHUP and when it changes)' },
   { flag: '--keep-pre-images', env: 'CASKET_KEEP_PRE_IMAGES', key: 'keepPreImages', help: 'true | false (default): keep the version each agent overwrite or delete replaces, so `casket rollback` can restore it without bucket versioning' },
@@ -155,6 +158,18 @@ export const OPTIONS: Option[] = [
 ];
 
 export class ConfigError extends Error {}
+
+/** --public-url: an http(s) origin, nothing after it (tokens' audience is this origin + /_casket/mcp). */
+function publicOrigin(value: string): string {
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol) || url.pathname !== '/' || url.search !== '' || url.hash !== '' || url.username !== '') throw new ConfigError(`--public-url must be an origin such as https://casket.example, not "${value}"`);
+  return url.origin;
+}
 
 function oneOf<T extends string>(name: string, value: string | undefined, allowed: readonly T[], fallback: T): T {
   if (value === undefined) return fallback;
@@ -327,6 +342,7 @@ export function buildConfig(raw: Partial<RawConfig>, credentialsFromFile: Creden
     diffMaxBytes: integer('--diff-max-bytes', raw.diffMaxBytes, 64 * 1024, 1),
     mcpAllowedOrigins: (raw.mcpAllowedOrigins ?? '').split(',').map((o) => o.trim().replace(/\/$/, '')).filter((o) => o !== ''),
     mcpMaxFileBytes: integer('--mcp-max-file-bytes', raw.mcpMaxFileBytes, 4 * 1024 * 1024, 1),
+    ...(raw.publicUrl !== undefined && { publicUrl: publicOrigin(raw.publicUrl) }),
     ...(raw.notifications !== undefined && { notificationsFile: raw.notifications }),
     keepPreImages: oneOf('--keep-pre-images', raw.keepPreImages, ['true', 'false'] as const, 'false') === 'true',
     preImageMaxSize: integer('--pre-image-max-size', raw.preImageMaxSize, 1024 * 1024, 1),

@@ -47,7 +47,7 @@ function verifiedAs(lookup: CredentialLookup, caller: Caller, region: string): A
   return { credential: credentialOf(lookup, caller), presigned: false, payloadMode: 'literal', declaredSha256: EMPTY_SHA256, signedHeaders: [], region };
 }
 
-export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number; secure: boolean }, changesets: ChangesetEngine): CasketDoor {
+export function openMcpDoor(services: Services, options: HandleOptions, record: Recorder, settings: { agentWrites: 'require' | 'read-stamp'; diffMaxBytes: number; secure: boolean; publicUrl?: string }, changesets: ChangesetEngine): CasketDoor {
   const auth = (caller: Caller) => verifiedAs(options.lookup, caller, services.region);
   return {
     async authenticate(req: EndpointRequest): Promise<Caller | undefined> {
@@ -57,7 +57,7 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       let claimed: string | undefined;
       const bearer = /^Bearer\s+(\S+)$/i.exec(authorization);
       if (bearer && accessTokenKeyId(bearer[1]!) !== undefined) {
-        ({ credential, claimed } = await oauthCaller(bearer[1]!, options.lookup, services.state, requestOrigin(req.headers.host, settings.secure)));
+        ({ credential, claimed } = await oauthCaller(bearer[1]!, options.lookup, services.state, requestOrigin(req.headers.host, settings.secure, settings.publicUrl)));
       } else if (bearer) {
         const claims = readToken(bearer[1]!);
         credential = claims && options.lookup(claims.accessKeyId);

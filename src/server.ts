@@ -60,6 +60,7 @@ import { refusalError } from './s3/refusal-error.js';
 import { MCP_PATH, mcpEndpoint, type McpHttpAnswer } from './mcp/http.js';
 import { requestOrigin, resourceMetadataUrl } from './oauth/metadata.js';
 import { oauthApp } from './oauth/routes.js';
+import { LoginBrake } from './console/login-brake.js';
 import { fromNode, fromWeb, toWeb } from './mcp/http-adapters.js';
 import { consoleApp, liveSession } from './console/routes.js';
 import { ROLLBACK_PATH, rollbackEndpoint } from './rollback/endpoint.js';
@@ -424,15 +425,16 @@ export async function startCasket(config: Config, credentials: Credential[], log
   // Agent file tools over MCP (docs/design.md §8): tool calls run through handleS3 like any S3 request (src/mcp-door.ts).
   const secure = Boolean(config.tlsCert && config.tlsKey);
   const mcp = mcpEndpoint({
-    door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes, secure }, changesets),
+    door: openMcpDoor(services, options, record, { agentWrites: config.agentWrites, diffMaxBytes: config.diffMaxBytes, secure, ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }) }, changesets),
     allowedOrigins: config.mcpAllowedOrigins, maxTextBytes: config.mcpMaxFileBytes, log,
-    resourceMetadata: (headers) => resourceMetadataUrl(requestOrigin(headers.host, secure)),
+    resourceMetadata: (headers) => resourceMetadataUrl(requestOrigin(headers.host, secure, config.publicUrl)),
     anonymousDiscovery: config.anonymous !== 'none',
   });
   // A POST to exactly MCP_PATH (every tool call) is served from node:http directly (serveMcp below); this route serves the rest.
   app.all(MCP_PATH, async (c) => toWeb(await mcp(fromWeb(c.req.raw))));
   // MCP authorization (docs/authorization.md): casket is its MCP endpoint's own OAuth authorization server.
-  app.route('/', oauthApp({ lookup: () => options.lookup, state: services.state, log, secure, allowPrivateClientMetadata: process.env.CASKET_TEST_PRIVATE_CLIENT_METADATA === '1' }));
+  const loginBrake = new LoginBrake();
+  app.route('/', oauthApp({ lookup: () => options.lookup, state: services.state, log, secure, brake: loginBrake, ...(config.publicUrl !== undefined && { publicUrl: config.publicUrl }), allowPrivateClientMetadata: process.env.CASKET_TEST_PRIVATE_CLIENT_METADATA === '1' }));
   // The operator's console (docs/design.md §9): admin sessions only, its own room (src/console/).
   let credentialsInForce: readonly Credential[] = credentials;
   app.route('/', consoleApp(
@@ -443,7 +445,7 @@ export async function startCasket(config: Config, credentials: Credential[], log
       firstEventId: ['0', '0-0'].find((id) => eventLog.validId(id)),
       setup: { backend: config.upstream ? 'upstream' : 'embedded', ...(config.upstream && { upstream: config.upstream.url }), state: config.state, guard: config.guard, agentHeader: config.agentHeader, retainBytes: config.retainBytes },
     },
-    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log, onLogout: () => void eventStream.recheckAll() },
+    { lookup: () => options.lookup, secure: Boolean(config.tlsCert && config.tlsKey), log, brake: loginBrake, onLogout: () => void eventStream.recheckAll() },
   ));
   /**
    * An S3 request, from the socket to handleS3 and back, without Hono and

@@ -77,6 +77,8 @@ export interface ConsoleOptions {
   /** Served over TLS: the cookie is Secure. */
   secure: boolean;
   log: Logger;
+  /** The brake on wrong secrets, shared with the MCP authorization login (src/oauth/routes.ts): one budget for both pages. */
+  brake?: LoginBrake;
   /** A session was logged out: streams opened with it end now (here; other replicas at their next check). */
   onLogout?: () => void;
 }
@@ -101,7 +103,7 @@ type Env = { Variables: { credential: Credential }; Bindings: { incoming?: { soc
 export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env> {
   const app = new Hono<Env>();
   const assets = loadAssets();
-  const brake = new LoginBrake();
+  const brake = options.brake ?? new LoginBrake();
   const page = (c: Context<Env>, name: string, status: 200 | 401 | 403 | 429 = 200, message?: string) => {
     const asset = assets.get(name)!;
     const body = message === undefined ? asset.body : asset.body.replace('<!--message-->', escapeHtml(message));

@@ -20,11 +20,13 @@ export const PROTECTED_RESOURCE_PATH = '/.well-known/oauth-protected-resource';
 export const AUTHORIZATION_SERVER_PATH = '/.well-known/oauth-authorization-server';
 
 /**
- * The origin a request reached casket at (its Host header; https when casket
- * serves TLS): the issuer, and the base of every URL the documents name.
+ * The origin clients reach casket at: --public-url when set (behind a
+ * TLS-terminating proxy the request's own scheme is not the client's), else
+ * the request's Host header, https when casket serves TLS. The issuer, and
+ * the base of every URL the documents name.
  */
-export function requestOrigin(host: string | undefined, secure: boolean): string {
-  return `${secure ? 'https' : 'http'}://${host ?? 'localhost'}`;
+export function requestOrigin(host: string | undefined, secure: boolean, publicUrl?: string): string {
+  return publicUrl ?? `${secure ? 'https' : 'http'}://${host ?? 'localhost'}`;
 }
 
 /** The MCP endpoint's URL as a client names it: the RFC 8707 resource and the tokens' audience. */

@@ -40,6 +40,10 @@ export interface OAuthOptions {
   log: Logger;
   /** Served over TLS: the origin is https. */
   secure: boolean;
+  /** --public-url: the origin clients reach casket at. */
+  publicUrl?: string;
+  /** The console login's brake (console/login-brake.ts): a guesser gets one budget across both login pages. */
+  brake?: LoginBrake;
   /** Tests only: let a client_id metadata document live on a loopback or private address (client-metadata.ts). */
   allowPrivateClientMetadata?: boolean;
 }
@@ -56,8 +60,8 @@ export function s256(verifier: string): string {
 
 export function oauthApp(options: OAuthOptions): Hono<Env> {
   const app = new Hono<Env>();
-  const brake = new LoginBrake();
-  const origin = (c: Context<Env>) => requestOrigin(c.req.header('host'), options.secure);
+  const brake = options.brake ?? new LoginBrake();
+  const origin = (c: Context<Env>) => requestOrigin(c.req.header('host'), options.secure, options.publicUrl);
   const html = (c: Context<Env>, body: string, status: 200 | 400 | 401 | 403 | 429, formTarget?: string) => c.body(body, status, pageHeaders(formTarget));
   const form = async (c: Context<Env>): Promise<URLSearchParams | undefined> => {
     const length = Number(c.req.header('content-length') ?? 'NaN');

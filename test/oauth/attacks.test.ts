@@ -24,7 +24,7 @@ let casket: RunningCasket;
 const secrets: string[] = [];
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice', 'bob'], keys: { person: {}, rotated: {}, removed: {} } });
+  casket = await startCasket({ agents: ['alice', 'bob'], keys: { person: {}, rotated: {}, removed: {}, braked: {} } });
   const s3 = sdk(casket.url, casket.admin);
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'a.txt', Body: 'a\n' }));
@@ -190,6 +190,37 @@ describe('casket as authorization server: the attacks the MCP spec names', () =>
     expect((await consent(casket, { tx: tx! })).location?.searchParams.get('code')).toBeTruthy();
     // The login form itself is refused from another origin.
     expect((await login(casket, authorizeUrl(casket, client, { code_challenge: pkce().challenge }), casket.agents.alice!, { origin: 'https://evil.example' })).status).toBe(403);
+  });
+
+  it('an admin already logged in to the console goes straight to the consent, as a person', async () => {
+    const origin = new URL(casket.url).origin;
+    const loggedIn = await fetch(new URL('/_casket/console/login', casket.url), { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: new URLSearchParams({ accessKeyId: casket.admin.accessKeyId, secretAccessKey: casket.admin.secretAccessKey }).toString() });
+    const cookie = loggedIn.headers.get('set-cookie')!.split(';')[0]!;
+    const client = await register(casket);
+    const page = await fetch(authorizeUrl(casket, client, { code_challenge: pkce().challenge }), { headers: { cookie } });
+    const html = await page.text();
+    expect(page.status).toBe(200);
+    expect(html).toContain('Allow Test client to use casket?');
+    expect(html).toContain(casket.admin.accessKeyId);
+    const tx = /name="tx" value="([^"]+)"/.exec(html)![1]!;
+    secrets.push(tx, cookie);
+    expect((await consent(casket, { tx, agent: 'carol' })).location?.searchParams.get('code')).toBeTruthy();
+  });
+
+  it('wrong secrets are braked across the console login and this one: 429', async () => {
+    const origin = new URL(casket.url).origin;
+    const wrong = { accessKeyId: casket.keys.braked!.accessKeyId, secretAccessKey: 'not-the-secret' };
+    for (let i = 0; i < 3; i++) {
+      const r = await fetch(new URL('/_casket/console/login', casket.url), { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: new URLSearchParams(wrong).toString() });
+      expect(r.status).toBe(401);
+    }
+    const url = authorizeUrl(casket, await register(casket), { code_challenge: pkce().challenge });
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await login(casket, url, wrong)).status);
+    // Five failures are free per key and address (console/login-brake.ts); the sixth, here the third, waits.
+    expect(statuses).toEqual([401, 401, 429]);
+    // Braked before the secret is compared: even the right one waits.
+    expect((await login(casket, url, casket.keys.braked!)).status).toBe(429);
   });
 
   it('rotating or removing the credential (casket keys rotate|remove) ends its access and refresh tokens', async () => {

@@ -59,15 +59,15 @@ export async function token(casket: Pick<RunningCasket, 'url'>, fields: Record<s
 }
 
 /** Login, consent and code redemption: a client's tokens for `cred` (as `agent`). */
-export async function tokensFor(casket: Pick<RunningCasket, 'url'>, cred: Cred, agent = ''): Promise<{ client: Registered; access: string; refresh: string }> {
+export async function tokensFor(casket: Pick<RunningCasket, 'url'>, cred: Cred, agent = '', resource = new URL('/_casket/mcp', casket.url).toString()): Promise<{ client: Registered; access: string; refresh: string }> {
   const client = await register(casket);
   const { verifier, challenge } = pkce();
-  const { tx } = await login(casket, authorizeUrl(casket, client, { code_challenge: challenge }), cred);
+  const { tx } = await login(casket, authorizeUrl(casket, client, { code_challenge: challenge, resource }), cred);
   if (!tx) throw new Error('login: no consent form');
   const { location } = await consent(casket, { tx, agent });
   const code = location?.searchParams.get('code');
   if (!code) throw new Error(`consent: ${location}`);
-  const t = await token(casket, { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.client_id, redirect_uri: client.redirect_uris[0]!, resource: new URL('/_casket/mcp', casket.url).toString() });
+  const t = await token(casket, { grant_type: 'authorization_code', code, code_verifier: verifier, client_id: client.client_id, redirect_uri: client.redirect_uris[0]!, resource });
   if (!t.body.access_token || !t.body.refresh_token) throw new Error(`token: ${JSON.stringify(t.body)}`);
   return { client, access: t.body.access_token, refresh: t.body.refresh_token };
 }
