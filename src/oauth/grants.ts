@@ -64,7 +64,12 @@ export async function redeem(state: StateStore, secret: string, code: boolean, c
   if (refused !== undefined) return { ok: false, reason: refused };
   const refreshToken = newSecret(grant.id);
   const expiresAt = now + REFRESH_IDLE_SECONDS * 1000;
-  if (!(await state.swapOAuthSecret(grant.id, hash, hashSecret(refreshToken), now, expiresAt))) return { ok: false, reason: 'The code or refresh token was redeemed at the same moment by another request.' };
+  if (!(await state.swapOAuthSecret(grant.id, hash, hashSecret(refreshToken), now, expiresAt))) {
+    // Another request redeemed the same secret between our read and our swap: the same second
+    // use as above, only closer together, so it revokes too (whoever won holds a dead grant).
+    await state.deleteOAuthGrant(grant.id);
+    return { ok: false, reason: code ? 'The authorization code was already used; the grant is revoked.' : 'The refresh token was already used; the grant is revoked: log in again.' };
+  }
   return { ok: true, grant: { ...grant, lastUsedAt: now, expiresAt, pendingCode: false }, refreshToken };
 }
 

@@ -223,7 +223,7 @@ describe('casket as authorization server: the attacks the MCP spec names', () =>
     expect((await login(casket, url, casket.keys.braked!)).status).toBe(429);
   });
 
-  it('rotating or removing the credential (casket keys rotate|remove) ends its access and refresh tokens', async () => {
+  it('rotating or removing the credential (casket keys rotate, casket keys remove) ends its access and refresh tokens', async () => {
     for (const action of ['rotate', 'remove']) {
       const doomed = casket.keys[action === 'rotate' ? 'rotated' : 'removed']!;
       const t = kept(await tokensFor(casket, doomed));
