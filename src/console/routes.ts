@@ -11,6 +11,7 @@
  *   POST /_casket/console/logout     clears it
  *   GET  /_casket/console/assets/*   CSS and scripts
  *   GET  /_casket/console/api/*      the views' JSON (api.ts)
+ *   POST /_casket/console/api/connected-clients/{id}/revoke   ends an MCP client's grant (connected-clients.ts)
  *
  * Every answer carries a Content-Security-Policy that allows scripts and
  * styles from casket only — no inline script, no style attribute — and no
@@ -25,6 +26,7 @@ import { Hono, type Context } from 'hono';
 import type { CredentialLookup, Credential } from '../auth/credentials.js';
 import type { Logger } from '../log.js';
 import { activity, agent, agents, diff, object, setup, type ConsoleDeps } from './api.js';
+import { connectedClients, revokeConnectedClient } from './connected-clients.js';
 import { LoginBrake } from './login-brake.js';
 import type { StateStore } from '../state/types.js';
 import { checkLogin, clearedCookie, mintSession, sameOrigin, sessionCookie, sessionFromCookies, verifiedSession, type VerifiedSession } from './session.js';
@@ -195,6 +197,22 @@ export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env
   app.get(`${CONSOLE_PATH}/api/agents/:agent`, guarded((c) => agent(deps, c.req.param('agent') ?? '')));
   app.get(`${CONSOLE_PATH}/api/object`, guarded((c) => object(deps, query(c).get('bucket') ?? '', query(c).get('key') ?? '')));
   app.get(`${CONSOLE_PATH}/api/setup`, guarded(() => setup(deps)));
+  app.get(`${CONSOLE_PATH}/api/connected-clients`, guarded((c) => connectedClients(deps.services.state, c.get('credential'))));
+  app.post(`${CONSOLE_PATH}/api/connected-clients/:id/revoke`, async (c) => {
+    // A POST that changes something must come from the console's own page (CSRF), as login and logout.
+    if (!sameOrigin(c.req.header('origin'), c.req.header('host'))) return c.json({ error: 'AccessDenied', message: 'Revoke from the console page.' }, 403);
+    const credential = c.get('credential');
+    try {
+      const result = await revokeConnectedClient(deps.services.state, credential, c.req.param('id') ?? '');
+      if (!result.ok) return c.json({ error: 'NoSuchGrant', message: 'No such connected client (already revoked, expired, or not yours).' }, 404);
+      const { grant } = result;
+      options.log.info({ accessKey: credential.accessKeyId, grant: grant.id, client: grant.clientName, grantKey: grant.accessKeyId, agent: grant.agent }, 'oauth grant revoked');
+      return c.json({ revoked: grant.id });
+    } catch (e) {
+      options.log.error({ err: e }, 'console revoke failed');
+      return c.json({ error: 'ServiceUnavailable', message: 'The revocation could not be recorded in the state store. Try again.' }, 503);
+    }
+  });
   app.get(`${CONSOLE_PATH}/api/diff`, async (c) => {
     const credential = c.get('credential');
     try {

@@ -1,7 +1,8 @@
-// The console's entry: a hash router over four views. Each view fills <main>
+// The console's entry: a hash router over five views. Each view fills <main>
 // and may return a function that stops what it started (an event stream).
 import { activityView } from './activity.js';
 import { agentView, agentsView } from './agents.js';
+import { connectedClientsView } from './connected-clients.js';
 import { objectView } from './object.js';
 import { setupView } from './setup.js';
 
@@ -24,11 +25,12 @@ async function route() {
     if (a.dataset.view === (view || 'activity')) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
-  document.title = `${{ activity: 'Live activity', agents: 'Agents', object: 'Object', setup: 'Setup' }[view] ?? 'Live activity'} · casket console`;
+  document.title = `${{ activity: 'Live activity', agents: 'Agents', object: 'Object', clients: 'Connected clients', setup: 'Setup' }[view] ?? 'Live activity'} · casket console`;
   let result;
   if (view === 'agents' && arg) result = await agentView(box, decodeURIComponent(arg));
   else if (view === 'agents') result = await agentsView(box);
   else if (view === 'object') result = objectView(box);
+  else if (view === 'clients') result = await connectedClientsView(box);
   else if (view === 'setup') result = await setupView(box);
   else result = activityView(box);
   if (typeof result !== 'function') return;
