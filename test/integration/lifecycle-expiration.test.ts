@@ -24,6 +24,7 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { subscribe, type Subscription } from '../events/sse.js';
 import { introspect } from '../helpers/agents.js';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, failure, sdk } from '../helpers/clients.js';
@@ -34,13 +35,16 @@ const PAST = new Date('2020-01-01T00:00:00Z');
 const DAY = 24 * 60 * 60 * 1000;
 let casket: RunningCasket;
 let s3: S3Client;
+let events: Subscription | undefined;
 
 beforeAll(async () => {
   if (!embedded) return;
   casket = await startCasket({ agents: ['bob'], args: ['--multipart-abandon-after', '3'] });
   s3 = sdk(casket.url, casket.admin);
+  events = await subscribe(casket.url, casket.admin);
 });
 afterAll(async () => {
+  events?.close();
   await casket?.stop();
 });
 
@@ -78,6 +82,11 @@ describe.runIf(embedded)('lifecycle Expiration on the embedded store', () => {
     expect(log.body.writes[0].accessKey).toBeUndefined();
     const feed = await introspect(casket.url, casket.agents.bob!, '/_casket/agents/bob/changes');
     expect(feed.body.changes.filter((c: { key: string }) => c.key === 'logs/old')).toHaveLength(1);
+    const records = await events!.until((rs) => rs.some((r) => r.s3.object.key === 'sized/large'));
+    expect(records.filter((r) => r.s3.bucket.name === Bucket && r.casket.operation === 'LifecycleExpiration').map((r) => [r.eventName, r.s3.object.key, r.casket.operation, r.casket.previousETag?.replace(/"/g, '') === old.replace(/"/g, '') || undefined]).sort()).toEqual([
+      ['s3:LifecycleExpiration:Delete', 'logs/old', 'LifecycleExpiration', true],
+      ['s3:LifecycleExpiration:Delete', 'sized/large', 'LifecycleExpiration', undefined],
+    ]);
   });
 
   it('in a versioned bucket, expiring the current version makes a delete marker and keeps the version, as AWS does', async () => {
@@ -90,6 +99,10 @@ describe.runIf(embedded)('lifecycle Expiration on the embedded store', () => {
     const versions = await s3.send(new ListObjectVersionsCommand({ Bucket }));
     expect(versions.DeleteMarkers?.map((m) => [m.Key, m.IsLatest])).toEqual([['doc', true]]);
     expect(versions.Versions?.map((v) => [v.VersionId, v.IsLatest])).toEqual([[v1.VersionId, false]]);
+    const records = await events!.until((rs) => rs.some((r) => r.s3.bucket.name === Bucket && r.casket.operation === 'LifecycleExpiration'));
+    expect(records.filter((r) => r.s3.bucket.name === Bucket && r.casket.operation === 'LifecycleExpiration').map((r) => [r.eventName, r.s3.object.versionId])).toEqual([
+      ['s3:LifecycleExpiration:DeleteMarkerCreated', versions.DeleteMarkers![0]!.VersionId],
+    ]);
     // The marker is no object: later sweeps leave it (and the old version) alone.
     await s3.send(new DeleteBucketLifecycleCommand({ Bucket }));
   });
