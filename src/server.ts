@@ -34,6 +34,7 @@ import { createLogger, type Logger } from './log.js';
 import { readiness, ReadinessLog, type Readiness } from './readiness.js';
 import { Metrics } from './metrics.js';
 import type { Services } from './s3/context.js';
+import { expireObjects } from './s3/lifecycle-expiration.js';
 import { handleS3, newRequestId, type HandleOptions, type Outcome, type RawRequest } from './s3/handle.js';
 import { errorResponse, OBJECT_BODY_HEADERS, type S3Response } from './s3/respond.js';
 import { endTimedOut, watchBody } from './body-timeout.js';
@@ -296,6 +297,16 @@ export async function startCasket(config: Config, credentials: Credential[], log
   const changesets: ChangesetEngine = { dir: new ChangesetDir(join(config.dataDir, 'changesets')), ...(killAfter !== undefined && { killAfter: Number(killAfter) }) };
   const recovered = await recoverChangesets(services, changesets);
   if (recovered.discarded.length > 0) log.info({ changesets: recovered.discarded }, 'changesets that had not decided were discarded at start-up (nothing of them was written)');
+  // Lifecycle Expiration (embedded store): the backend's sweeper judges, the guarded write path deletes.
+  backend.setExpirer?.(async (judge) => {
+    try {
+      for (const o of await expireObjects(services, judge(), `lifecycle-${newRequestId()}`)) {
+        log.info({ bucket: o.bucket, key: o.key, etag: o.etag, rule: o.ruleId, outcome: o.outcome }, o.outcome === 'expired' ? 'lifecycle expiration: object expired' : 'lifecycle expiration: object changed since judged, kept');
+      }
+    } catch (error) {
+      log.error({ err: error }, 'lifecycle expiration: sweep failed');
+    }
+  });
   const options: HandleOptions = {
     lookup: staticCredentials(credentials),
     anonymous: config.anonymous,

@@ -169,6 +169,14 @@ export interface ObjectInfo {
 export type VersioningStatus = 'Enabled' | 'Suspended';
 
 /** What DeleteObject did (API_DeleteObject response headers). */
+/** An object a lifecycle Expiration rule says is due, as judged: at this ETag, by this rule ('' for a rule without an ID). */
+export interface ExpiredObject {
+  bucket: string;
+  key: string;
+  etag: string;
+  ruleId: string;
+}
+
 export interface DeleteResult {
   /** The version that stopped being current (null: the key had none). */
   replaced: ObjectInfo | null;
@@ -580,6 +588,19 @@ export interface Backend {
   putBucketLifecycle?(bucket: string, rules: LifecycleRule[] | null): Promise<void>;
   /** Bytes held by the parts of uploads not completed (embedded store). */
   incompleteUploadBytes?(): number;
+  /**
+   * Hands each sweep's judge of the objects due under Expiration rules to
+   * `expire`, which deletes them through the guarded write path
+   * (s3/lifecycle-expiration.ts) and never rejects (it logs its failures).
+   * Embedded store only; an upstream expires objects by itself.
+   */
+  /**
+   * The x-amz-expiration value the bucket's Expiration rules give this
+   * current version (`expiry-date="…", rule-id="…"`), or undefined. Embedded
+   * store only: an upstream answers its own (ObjectHeaders.expiration).
+   */
+  objectExpiration?(info: ObjectInfo): string | undefined;
+  setExpirer?(expire: (judge: () => ExpiredObject[]) => Promise<void>): void;
 
   /**
    * S3 versioning kept by the embedded store (docs/design.md §10). Absent in

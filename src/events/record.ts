@@ -125,6 +125,10 @@ function eventName(n: WriteNotice): string {
       // Unversioned buckets: the object is gone. A versioned bucket's
       // delete that leaves a marker is s3:ObjectRemoved:DeleteMarkerCreated.
       return n.deleteMarker ? 's3:ObjectRemoved:DeleteMarkerCreated' : 's3:ObjectRemoved:Delete';
+    // The embedded store's lifecycle Expiration (s3/lifecycle-expiration.ts), named as AWS names its own
+    // (notification-how-to-event-types-and-destinations: s3:LifecycleExpiration:Delete, :DeleteMarkerCreated).
+    case 'LifecycleExpiration':
+      return n.deleteMarker ? 's3:LifecycleExpiration:DeleteMarkerCreated' : 's3:LifecycleExpiration:Delete';
     default:
       return 's3:ObjectCreated:Put';
   }
@@ -132,7 +136,8 @@ function eventName(n: WriteNotice): string {
 
 /** The record of a write that landed, a retry answered, or a refusal. */
 export function recordOf(n: WriteNotice, region: string, at: Date = new Date()): StoredRecord {
-  const principal = n.accessKey ?? 'anonymous';
+  // A lifecycle expiration is casket's own act, no caller's: not 'anonymous'.
+  const principal = n.accessKey ?? (n.operation === 'LifecycleExpiration' ? 'casket' : 'anonymous');
   return {
     eventVersion: '2.1',
     eventSource: n.kind === 'written' ? 'aws:s3' : 'casket',

@@ -9,7 +9,7 @@
  * Python's http.client) decode it themselves
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_GetObject.html).
  */
-import { ANSWERED_HEADER_NAMES, ENCRYPTION_HEADER_NAMES, LOCK_HEADER_NAMES, OBJECT_HEADER_NAMES, WRITE_ONLY_HEADER_NAMES, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
+import { ANSWERED_HEADER_NAMES, ENCRYPTION_HEADER_NAMES, LOCK_HEADER_NAMES, OBJECT_HEADER_NAMES, WRITE_ONLY_HEADER_NAMES, type Backend, type ObjectHeaders, type ObjectInfo } from '../backends/types.js';
 import { formatETag } from '../vocabulary/etag.js';
 import { S3Error } from '../vocabulary/errors.js';
 import { httpDate } from './respond.js';
@@ -126,4 +126,15 @@ export function versionHeader(info: Pick<ObjectInfo, 'versionId'> | null | undef
  */
 export function madeVersionHeader(info: Pick<ObjectInfo, 'versionId'>): Record<string, string> {
   return info.versionId !== undefined && info.versionId !== 'null' ? { 'x-amz-version-id': info.versionId } : {};
+}
+
+/**
+ * x-amz-expiration as the embedded store's own Expiration rules give it
+ * (API_GetObject, API_HeadObject, API_PutObject: `expiry-date="…",
+ * rule-id="…"`); in front of an upstream the upstream's answer is passed on
+ * instead (ObjectHeaders.expiration).
+ */
+export function lifecycleExpirationHeader(backend: Pick<Backend, 'objectExpiration'>, info: ObjectInfo): Record<string, string> {
+  const value = backend.objectExpiration?.(info);
+  return value !== undefined ? { 'x-amz-expiration': value } : {};
 }

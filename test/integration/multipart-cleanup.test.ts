@@ -3,7 +3,7 @@
  * lifecycle rule AWS users write for it (AbortIncompleteMultipartUpload)
  * round-trips through PutBucketLifecycleConfiguration, Get… and
  * DeleteBucketLifecycle with the AWS SDK, while rules casket cannot enforce
- * safely are refused; and with a short --multipart-abandon-after, an upload
+ * (Transition) are refused; and with a short --multipart-abandon-after, an upload
  * left idle is aborted by itself — gone from ListMultipartUploads, its parts
  * gone from store/, the metric down — while one still receiving parts lives.
  * In front of an upstream the flag does nothing (the upstream's rules apply).
@@ -89,12 +89,13 @@ describe('lifecycle configuration', () => {
       await s3.send(new DeleteBucketLifecycleCommand({ Bucket }));
       return;
     }
-    const expiration = await failure(s3.send(new PutBucketLifecycleConfigurationCommand({
+    // Expiration is kept (lifecycle-expiration.test.ts); Transition has no storage class to go to.
+    const transition = await failure(s3.send(new PutBucketLifecycleConfigurationCommand({
       Bucket,
-      LifecycleConfiguration: { Rules: [{ ID: 'expire', Status: 'Enabled', Filter: { Prefix: '' }, Expiration: { Days: 30 } }] },
+      LifecycleConfiguration: { Rules: [{ ID: 'archive', Status: 'Enabled', Filter: { Prefix: '' }, Transitions: [{ Days: 30, StorageClass: 'GLACIER' }] }] },
     })));
-    expect([expiration.status, expiration.name]).toEqual([501, 'NotImplemented']);
-    expect(expiration.error.message).toMatch(/AbortIncompleteMultipartUpload.*Expiration/);
+    expect([transition.status, transition.name]).toEqual([501, 'NotImplemented']);
+    expect(transition.error.message).toMatch(/Transition.*storage class/);
     const tagged = await failure(s3.send(new PutBucketLifecycleConfigurationCommand({
       Bucket,
       LifecycleConfiguration: { Rules: [{ Status: 'Enabled', Filter: { Tag: { Key: 'a', Value: 'b' } }, AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } }] },

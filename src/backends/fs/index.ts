@@ -51,6 +51,7 @@ import type {
   PartInfo,
   Payload,
   PutObjectOptions,
+  ExpiredObject,
   UploadChecksum,
   VersioningStatus,
 } from '../types.js';
@@ -60,7 +61,8 @@ import type { CorsRule } from '../../vocabulary/cors.js';
 import { WalDurability } from './durability.js';
 import { Multipart } from './multipart.js';
 import { AbandonedUploads, type Abandoned } from './abandoned-uploads.js';
-import type { LifecycleRule } from '../../vocabulary/lifecycle.js';
+import { ExpiringObjects } from './expiring-objects.js';
+import { expirationHeader, expiringRule, type LifecycleRule } from '../../vocabulary/lifecycle.js';
 import { Objects } from './objects.js';
 import { BlobReaper } from './reaper.js';
 import { openDatabase } from './schema.js';
@@ -115,6 +117,7 @@ export class FsBackend implements Backend {
   private closing: Promise<void> | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
+  private expire: ((judge: () => ExpiredObject[]) => Promise<void>) | undefined;
 
   private constructor(
     readonly dataDir: string,
@@ -129,6 +132,7 @@ export class FsBackend implements Backend {
       multipart: Multipart;
       versionListing: VersionListing;
       abandoned: AbandonedUploads;
+      expiring: ExpiringObjects;
     },
     private readonly abandonAfterMs: number,
     private readonly onAbandoned: FsBackendOptions['onAbandoned'],
@@ -142,15 +146,35 @@ export class FsBackend implements Backend {
     }.bind(this), 0).unref();
   }
 
-  /** Aborts the uploads lifecycle rules or the idle limit say to (abandoned-uploads.ts); runs by itself, callable for tests. */
+  /**
+   * Aborts the uploads lifecycle rules or the idle limit say to
+   * (abandoned-uploads.ts), then hands the objects Expiration rules say are
+   * due to the expirer (expiring-objects.ts); runs by itself, callable for tests.
+   */
   sweepAbandonedUploads(now = Date.now()): Promise<void> {
     this.sweeping ??= this.parts.abandoned.reap(now, this.abandonAfterMs).then(
       (aborted) => this.onAbandoned?.(aborted),
       (e: unknown) => this.onAbandoned?.([], e),
-    ).finally(() => {
+    ).then(async () => {
+      // After the sweep of uploads, in the same turn of the timer: one sweeper, one interval (--multipart-abandon-after).
+      if (this.expire !== undefined && this.closing === undefined) await this.expire(() => this.parts.expiring.due(now));
+    }).finally(() => {
       this.sweeping = undefined;
     });
     return this.sweeping;
+  }
+
+  /** Set once the guarded write path exists (server.ts); sweeps from then on expire objects too, the first one at once. */
+  setExpirer(expire: (judge: () => ExpiredObject[]) => Promise<void>): void {
+    this.expire = expire;
+    void (this.sweeping ?? Promise.resolve()).then(() => this.sweepAbandonedUploads());
+  }
+
+  objectExpiration(info: ObjectInfo): string | undefined {
+    if (info.noncurrent) return undefined;
+    const rules = this.parts.abandoned.lifecycle(info.bucket);
+    const due = rules && expiringRule(rules, { key: info.key, size: info.size, lastModifiedMs: info.lastModified.getTime() });
+    return due ? expirationHeader(due) : undefined;
   }
 
   async getBucketLifecycle(bucket: string): Promise<LifecycleRule[] | null> {
@@ -192,7 +216,7 @@ export class FsBackend implements Backend {
       return new FsBackend(
         options.dataDir,
         recovery,
-        { db, blobs, reaper, durability, buckets, objects, multipart, versionListing: new VersionListing(db), abandoned },
+        { db, blobs, reaper, durability, buckets, objects, multipart, versionListing: new VersionListing(db), abandoned, expiring: new ExpiringObjects(db) },
         options.multipartAbandonAfterMs ?? DEFAULT_MULTIPART_ABANDON_AFTER_MS,
         options.onAbandoned,
       );

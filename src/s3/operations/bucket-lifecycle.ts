@@ -2,10 +2,10 @@
  * PutBucketLifecycleConfiguration, GetBucketLifecycleConfiguration,
  * DeleteBucketLifecycle
  * (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutBucketLifecycleConfiguration.html),
- * On the embedded store, for the one rule that cannot change an object
- * behind the guard: AbortIncompleteMultipartUpload (vocabulary/lifecycle.ts
- * refuses the rest); it keeps the rules and enforces them
- * (backends/fs/abandoned-uploads.ts). A bucket without rules answers 404
+ * On the embedded store, for AbortIncompleteMultipartUpload and Expiration
+ * (vocabulary/lifecycle.ts refuses the rest): it keeps the rules and enforces
+ * them (backends/fs/abandoned-uploads.ts; Expiration through the guarded
+ * delete, s3/lifecycle-expiration.ts). A bucket without rules answers 404
  * NoSuchLifecycleConfiguration.
  *
  * In front of an upstream the configuration goes there whole (issue 44),

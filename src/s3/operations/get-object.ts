@@ -18,7 +18,7 @@ import type { Handler, RequestContext, Services } from '../context.js';
 import { requireKey } from '../context.js';
 import { checksumHeaders, checksumModeEnabled, partChecksumHeader } from '../checksum-headers.js';
 import { objectResource } from '../actions.js';
-import { objectResponseHeaders } from '../object-headers.js';
+import { lifecycleExpirationHeader, objectResponseHeaders } from '../object-headers.js';
 import { parseRange } from '../range.js';
 import { checkReadConditions } from '../read-conditions.js';
 import type { S3Response } from '../respond.js';
@@ -129,7 +129,8 @@ export const GetObject: Handler = async (ctx, { backend, guard, log, retainer, g
       kept = copy.captured;
     }
   }
-  const response: S3Response = { ...headers(ctx, info, sel), body };
+  const answer = headers(ctx, info, sel);
+  const response: S3Response = { status: answer.status, headers: { ...answer.headers, ...lifecycleExpirationHeader(backend, info) }, body };
   if (agent && !info.noncurrent) {
     let recorded: (() => void) | undefined;
     response.onSend = () => {
@@ -155,5 +156,6 @@ export const HeadObject: Handler = async (ctx, { backend, gate }) => {
   const info = await backend.headObject(bucket, key, versionOf(ctx));
   if (!info) throw await noSuchKey(ctx, backend, bucket, key);
   checkReadConditions(info, ctx.headers, ctx.etagSuffix);
-  return headers(ctx, info, select(ctx, info));
+  const answer = headers(ctx, info, select(ctx, info));
+  return { ...answer, headers: { ...answer.headers, ...lifecycleExpirationHeader(backend, info) } };
 };

@@ -17,7 +17,7 @@ import { emptyResponse } from '../respond.js';
 import { capture } from '../capture.js';
 import { mergeablePut, wantsMerge } from '../merge-write.js';
 import { putVersion, type PutVersion } from '../put-version.js';
-import { encryptionHeaders, madeVersionHeader } from '../object-headers.js';
+import { encryptionHeaders, lifecycleExpirationHeader, madeVersionHeader } from '../object-headers.js';
 import { writeConditionsFrom } from '../write.js';
 
 export function declaredSha256(ctx: RequestContext): string | undefined {
@@ -88,7 +88,7 @@ export const PutObject: Handler = async (ctx, services) => {
       ...(length !== undefined && { contentLength: length }),
       ...(checksum !== undefined && { declaredChecksum: checksum }),
     }, body, small);
-    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info), ...encryptionHeaders(info.headers), ...(info.headers.expiration !== undefined && { 'x-amz-expiration': info.headers.expiration }) });
+    return emptyResponse(200, { etag: formatETag(info.etag, ctx.etagSuffix), ...checksumHeaders(info.checksum), ...madeVersionHeader(info), ...encryptionHeaders(info.headers), ...(info.headers.expiration !== undefined && { 'x-amz-expiration': info.headers.expiration }), ...lifecycleExpirationHeader(services.backend, info) });
   };
   // A merge needs the base retained: with retention off, or a body larger than
   // any retained version (declared, or found as it arrives), the write is an
