@@ -117,8 +117,10 @@ grep -q '"isError": *true' "$work/out" && { said; fail "edit_file answered an er
 inspect 60 --stored-auth-only --method tools/call --tool-name read_text_file --tool-arg "path=$BUCKET/$KEY"
 [ "$rc" = 0 ] || { said; fail "the second read_text_file exited $rc"; }
 grep -q 'write the tests' "$work/out" || { said; fail "the edit is not in the file"; }
-grep -q '"msg":"oauth consent"' "$work/casket.log" && grep -q '"agent":"inspector"' "$work/casket.log" || { cat "$work/casket.log"; fail "casket logged no consent for agent inspector"; }
+grep '"msg":"oauth consent"' "$work/casket.log" | grep -q '"agent":"inspector"' || { grep "oauth consent" "$work/casket.log"; fail "casket logged no consent for agent inspector"; }
 [ -s "$work/opened" ] && [ "$(wc -l <"$work/opened")" = 1 ] || { said; fail "a --stored-auth-only run opened a browser"; }
-echo "ok: edit_file with --stored-auth-only; the file now reads 'write the tests'"
+# The write went through casket's guarded path as the agent the key is bound to.
+grep '"operation":"PutObject"' "$work/casket.log" | grep '"agent":"inspector"' | grep -q '"status":200' || { grep '"PutObject"' "$work/casket.log"; fail "no PutObject by agent inspector in casket's log"; }
+echo "ok: edit_file with --stored-auth-only, written as agent inspector; the file now reads 'write the tests'"
 done_at=$(date +%s)
 echo "passed in $((done_at - started)) s (install $((installed - started)) s, the rest $((done_at - installed)) s)"
