@@ -37,6 +37,8 @@ export interface CasketOptions {
   dataDir?: string;
   /** Run in front of this upstream (not stopped with casket). Default: per CASKET_TEST_UPSTREAM, or none. */
   upstream?: Upstream;
+  /** On the embedded store whatever CASKET_TEST_UPSTREAM says: a test of the embedded store's own behaviour, run (not skipped) in every suite. */
+  embedded?: true;
   /** Use this casket's admin and agent keys (replicas share one credentials set). */
   credentialsOf?: Pick<RunningCasket, 'admin' | 'agents'>;
 }
@@ -86,7 +88,7 @@ export async function startCasket(options: CasketOptions = {}): Promise<RunningC
     }),
     { mode: 0o600 },
   );
-  const kind = options.upstream ? undefined : upstreamKindFromEnv();
+  const kind = options.upstream || options.embedded ? undefined : upstreamKindFromEnv();
   const owned = kind ? await startUpstream(kind) : undefined;
   const upstream = options.upstream ?? owned;
   try {

@@ -8,7 +8,8 @@
  * GET/HEAD/PUT answer x-amz-expiration, and bad rules are refused as AWS
  * refuses them. The race (a PUT between judging and deleting) is driven with
  * CASKET_TEST_EXPIRY_PAUSE_MS, which holds the sweep between the two.
- * In front of an upstream the upstream expires (passthrough.test.ts).
+ * In front of an upstream the upstream expires (passthrough.test.ts): the suites
+ * in front of one run this file on the embedded store all the same, never skipped.
  */
 import {
   CreateBucketCommand,
@@ -30,7 +31,6 @@ import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, failure, sdk } from '../helpers/clients.js';
 import { until } from '../helpers/poll.js';
 
-const embedded = !process.env.CASKET_TEST_UPSTREAM;
 const PAST = new Date('2020-01-01T00:00:00Z');
 const DAY = 24 * 60 * 60 * 1000;
 let casket: RunningCasket;
@@ -38,8 +38,7 @@ let s3: S3Client;
 let events: Subscription | undefined;
 
 beforeAll(async () => {
-  if (!embedded) return;
-  casket = await startCasket({ agents: ['bob'], args: ['--multipart-abandon-after', '3'] });
+  casket = await startCasket({ embedded: true, agents: ['bob'], args: ['--multipart-abandon-after', '3'] });
   s3 = sdk(casket.url, casket.admin);
   events = await subscribe(casket.url, casket.admin);
 });
@@ -51,7 +50,7 @@ afterAll(async () => {
 const rules = (Bucket: string, Rules: LifecycleRule[]) => s3.send(new PutBucketLifecycleConfigurationCommand({ Bucket, LifecycleConfiguration: { Rules } }));
 const exists = (Bucket: string, Key: string) => s3.send(new HeadObjectCommand({ Bucket, Key })).then(() => true, (e: { name: string }) => (e.name === 'NotFound' ? false : Promise.reject(e)));
 
-describe.runIf(embedded)('lifecycle Expiration on the embedded store', () => {
+describe('lifecycle Expiration on the embedded store', () => {
   it('expires the objects a rule selects by prefix and size at the next sweep, through the guarded delete: logged as LifecycleExpiration, told to the agent that read them; others are kept', async () => {
     const Bucket = 'expiring';
     await s3.send(new CreateBucketCommand({ Bucket }));
@@ -155,14 +154,14 @@ describe.runIf(embedded)('lifecycle Expiration on the embedded store', () => {
   });
 });
 
-describe.runIf(embedded)('lifecycle Expiration racing a write', () => {
+describe('lifecycle Expiration racing a write', () => {
   let racing: RunningCasket;
   afterAll(async () => {
     await racing?.stop();
   });
 
   it('a PUT that lands between judging and deleting wins: the expiry is conditional on the ETag it judged', async () => {
-    racing = await startCasket({ args: ['--multipart-abandon-after', '3'], env: { CASKET_TEST_EXPIRY_PAUSE_MS: '1500' } });
+    racing = await startCasket({ embedded: true, args: ['--multipart-abandon-after', '3'], env: { CASKET_TEST_EXPIRY_PAUSE_MS: '1500' } });
     const c = sdk(racing.url, racing.admin);
     const Bucket = 'racing';
     await c.send(new CreateBucketCommand({ Bucket }));
