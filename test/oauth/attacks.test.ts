@@ -59,6 +59,21 @@ describe('casket as authorization server: the attacks the MCP spec names', () =>
     expect(anonymous.wwwAuthenticate).toBe(`Bearer ${metadataPointer()}`);
   });
 
+  it('refuses oversized or unsized bodies at registration and the token endpoint before reading them, and stays up', async () => {
+    const post = (path: string, body: string, type: string, chunked = false) =>
+      fetch(new URL(path, casket.url), { method: 'POST', headers: { 'content-type': type }, body: chunked ? new Blob([body]).stream() : body, ...(chunked && { duplex: 'half' }) } as RequestInit);
+    const big = 'x'.repeat(70 * 1024);
+    const register = await post('/_casket/oauth/register', JSON.stringify({ client_name: big, redirect_uris: ['http://127.0.0.1:1/cb'] }), 'application/json');
+    expect(register.status).toBe(400);
+    expect(((await register.json()) as { error: string }).error).toBe('invalid_client_metadata');
+    const token = await post('/_casket/oauth/token', `grant_type=authorization_code&code=${big}`, 'application/x-www-form-urlencoded');
+    expect(token.status).toBe(400);
+    const unsized = await post('/_casket/oauth/token', 'grant_type=refresh_token&refresh_token=x', 'application/x-www-form-urlencoded', true);
+    expect(unsized.status).toBe(400);
+    const prm = await fetch(new URL('/.well-known/oauth-protected-resource', casket.url));
+    expect(prm.status).toBe(200);
+  });
+
   it('refuses an authorization request without PKCE, or with plain PKCE', async () => {
     const client = await register(casket);
     for (const params of [{ code_challenge: undefined }, { code_challenge: 'a'.repeat(43), code_challenge_method: 'plain' }, { code_challenge: pkce().challenge, code_challenge_method: undefined }]) {
