@@ -41,6 +41,7 @@ import type { PostTransport } from './post-transport.js';
 import { admit } from './batch.js';
 import { NotAuthenticated, type Caller, type CasketDoor } from './door.js';
 import { runAs } from './request-caller.js';
+import { ToolCalls } from './tool-calls.js';
 import { toolEnv } from './tool.js';
 
 /**
@@ -125,7 +126,8 @@ export function mcpEndpoint(options: McpHttpOptions): (request: McpHttpRequest) 
     const kept = idle.pop();
     if (kept) return kept;
     const { PostTransport, toolServer } = await loadSdk();
-    const lent = { server: toolServer(env), transport: new PostTransport() };
+    const calls = new ToolCalls();
+    const lent = { server: toolServer(env, calls), transport: new PostTransport(calls) };
     await lent.server.connect(lent.transport);
     return lent;
   };

@@ -26,7 +26,8 @@
 import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
-import { isInitializeRequest, isJSONRPCErrorResponse, isJSONRPCRequest, isJSONRPCResultResponse, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { isInitializeRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import type { ToolCalls } from './tool-calls.js';
 
 /** An HTTP answer to a POST: a JSON body, or none (202). */
 export interface PostAnswer {
@@ -55,6 +56,9 @@ export class PostTransport implements Transport {
   /** The POST being answered, if one is. */
   private post: Post | undefined;
 
+  /** `calls`: the server's tools, for a lone tools/call answered directly (tool-calls.ts). */
+  constructor(private readonly calls?: ToolCalls) {}
+
   async start(): Promise<void> {}
 
   async close(): Promise<void> {
@@ -64,7 +68,8 @@ export class PostTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     // Notifications and server-to-client requests have no stream to travel on in JSON mode: the SDK's transport drops them too.
-    if (!isJSONRPCResultResponse(message) && !isJSONRPCErrorResponse(message)) return;
+    // (Told by shape: the server sends only messages it built, and the SDK's guards parse the whole answer with zod.)
+    if ('method' in message || !('id' in message)) return;
     const post = this.post;
     const id = message.id;
     if (!post || id === undefined || !post.ids.includes(id)) throw new Error(`No connection established for request ID: ${String(id)}`);
@@ -106,7 +111,17 @@ export class PostTransport implements Transport {
       }
     }
     const extra: MessageExtraInfo = { requestInfo: { headers } };
-    const ids = messages.filter(isJSONRPCRequest).map((m) => m.id);
+    const requests = messages.filter(isRequest);
+    const ids = requests.map((m) => m.id);
+    const lone = requests.length === 1 && messages.length === 1 ? requests[0]! : undefined;
+    if (lone?.method === 'tools/call' && this.calls) {
+      return this.calls.call(lone, extra).then((result) => (result === undefined ? this.viaServer(messages, ids, extra) : { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: lone.id, result }) }));
+    }
+    return this.viaServer(messages, ids, extra);
+  }
+
+  /** The POST's messages handed to the server, answered once it has answered every request among them. */
+  private viaServer(messages: JSONRPCMessage[], ids: RequestId[], extra: MessageExtraInfo): Promise<PostAnswer> {
     if (ids.length === 0) {
       for (const m of messages) this.onmessage?.(m, extra);
       return Promise.resolve({ status: 202, body: null });
@@ -117,4 +132,9 @@ export class PostTransport implements Transport {
       for (const m of messages) this.onmessage?.(m, extra);
     });
   }
+}
+
+/** A request (method and id), as opposed to a notification or a response: the message is already parsed as JSON-RPC. */
+function isRequest(m: JSONRPCMessage): m is JSONRPCRequest {
+  return 'method' in m && 'id' in m;
 }

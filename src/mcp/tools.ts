@@ -8,6 +8,7 @@
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { remindOn } from './reminders.js';
+import type { ToolCalls } from './tool-calls.js';
 import type { RegisterTool, ToolEnv } from './tool.js';
 import { register as apply_patch } from './tools/apply_patch.js';
 import { register as delete_file } from './tools/delete_file.js';
@@ -39,8 +40,10 @@ export const INSTRUCTIONS = [
   '- When an answer carries changed_since_read, files you read were since changed by someone else: read them again before you rely on your copy or edit them. what_changed lists all such changes.',
 ].join('\n');
 
-export function toolServer(env: ToolEnv): McpServer {
+/** `calls`, when given, keeps the tools for answering a tools/call directly (tool-calls.ts, over HTTP). */
+export function toolServer(env: ToolEnv, calls?: ToolCalls): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
+  calls?.capture(server);
   // Every tool's answer carries the "changed since you read" reminders due (reminders.ts).
   remindOn(server, env);
   for (const register of TOOLS) register(server, env);
