@@ -36,6 +36,15 @@ describe('capture', () => {
     expect(c.captured()).toBeUndefined();
   });
 
+  it('fails when its source closes before its end (a client that hangs up mid-upload), and keeps nothing', async () => {
+    const source = new Readable({ read() {} });
+    const c = capture(source, 100);
+    source.push(Buffer.from('part'));
+    source.destroy();
+    await expect(drain(c.stream)).rejects.toThrow(/premature close/i);
+    expect(c.captured()).toBeUndefined();
+  });
+
   it('destroys its source when the consumer goes away', async () => {
     const source = new Readable({ read() {} });
     const c = capture(source, 100);
