@@ -7,6 +7,7 @@
 import { openSqlite, type Database, type Statement } from '../sqlite.js';
 import { fullStamp, mergeRead, readsWhole } from './read-coverage.js';
 import { DEFAULT_STATE_LIMITS, type ReadEvent, type ReadStamp, type PartDigest, SESSION_GRACE_MS, type OAuthGrant, type SessionRecord, type StampEntry, type StateLimits, type StateStore, type WriteLogEntry, type WriteLogQuery } from './types.js';
+import { RecentLog } from './recent-log.js';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS stamps (
@@ -84,6 +85,24 @@ function toStamp(row: StampRow): ReadStamp {
   return { etag: row.etag, size: row.size, full: row.full === 1, covered: JSON.parse(row.covered) as Array<[number, number]>, at: row.at };
 }
 
+/** A write-log entry as listWriteLog answers it, whether read from the table or kept in memory: no field that is not set, its id as the cursor. */
+function logEntry(id: number, e: WriteLogEntry): WriteLogEntry {
+  return {
+    at: new Date(e.at.getTime()),
+    bucket: e.bucket,
+    key: e.key,
+    operation: e.operation,
+    ...(e.agent !== undefined && { agent: e.agent }),
+    ...(e.accessKey !== undefined && { accessKey: e.accessKey }),
+    ...(e.previousETag !== undefined && { previousETag: e.previousETag }),
+    ...(e.newETag !== undefined && { newETag: e.newETag }),
+    ...(e.invocationId !== undefined && { invocationId: e.invocationId }),
+    ...(e.versionId !== undefined && { versionId: e.versionId }),
+    ...(e.changeset !== undefined && { changeset: e.changeset }),
+    cursor: String(id),
+  };
+}
+
 export class SqliteStateStore implements StateStore {
   private readonly db: Database;
   private readonly timer: NodeJS.Timeout;
@@ -113,6 +132,11 @@ export class SqliteStateStore implements StateStore {
   private readonly changedStamps: string[] = new Array<string>(STAMP_CHANGES);
   /** The change number at the last prune, which may have dropped any stamp. */
   private prunedAt = 0;
+  /** The newest write-log entries in memory (recent-log.ts): this process owns the file. */
+  private recent: RecentLog;
+  /** Prunes so far, and what the last one deleted from the write log: see flushLog. */
+  private prunes = 0;
+  private lastPrune = { cutoff: -Infinity, deletedUpTo: 0 };
 
   constructor(path: string, private readonly limits: StateLimits = DEFAULT_STATE_LIMITS) {
     this.db = openSqlite(path);
@@ -170,6 +194,8 @@ export class SqliteStateStore implements StateStore {
       putReminderCursor: this.db.prepare('INSERT OR REPLACE INTO reminder_cursors (agent, cursor, at) VALUES (?, ?, ?)'),
     };
     this.seq = (this.db.prepare('SELECT MAX(seq) AS seq FROM stamps').get() as { seq: number | null }).seq ?? 0;
+    const newest = this.db.prepare('SELECT MAX(id) AS id, MAX(at) AS at FROM write_log').get() as { id: number | null; at: number | null };
+    this.recent = new RecentLog(newest.id ?? 0, newest.at ?? -Infinity);
     this.prune();
     this.timer = setInterval(() => this.prune(), 60_000);
     this.timer.unref();
@@ -191,9 +217,13 @@ export class SqliteStateStore implements StateStore {
       this.db.prepare('DELETE FROM reminder_cursors WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM sessions WHERE access_key IN (SELECT access_key FROM sessions ORDER BY keep_until DESC LIMIT -1 OFFSET ?)').run(cap);
       this.db.prepare('DELETE FROM stamps WHERE (agent, bucket, key) IN (SELECT agent, bucket, key FROM stamps ORDER BY seq DESC LIMIT -1 OFFSET ?)').run(cap);
-      this.db.prepare('DELETE FROM write_log WHERE id <= (SELECT MAX(id) FROM write_log) - ?').run(cap);
+      const newestId = (this.db.prepare('SELECT MAX(id) AS id FROM write_log').get() as { id: number | null }).id ?? 0;
+      this.lastPrune = { cutoff, deletedUpTo: newestId - cap };
+      this.db.prepare('DELETE FROM write_log WHERE id <= ?').run(newestId - cap);
       this.db.prepare('DELETE FROM etag_index WHERE (bucket, key, upstream_etag) IN (SELECT bucket, key, upstream_etag FROM etag_index ORDER BY at DESC LIMIT -1 OFFSET ?)').run(cap);
     })();
+    this.prunes++;
+    this.recent.pruned(this.lastPrune.cutoff, this.lastPrune.deletedUpTo);
   }
 
   private live(row: StampRow | undefined): ReadStamp | undefined {
@@ -291,13 +321,25 @@ export class SqliteStateStore implements StateStore {
     const index = this.pendingIndex;
     this.pendingLog = [];
     this.pendingIndex = new Map();
-    this.db.transaction(() => {
-      for (const e of batch) {
-        this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null, e.versionId ?? null, e.changeset ?? null);
-        this.counted();
-      }
-      for (const i of index.values()) this.q.putIndex.run(i.bucket, i.key, i.upstreamETag, i.etag, i.at);
-    })();
+    const added: number[] = [];
+    const prunes = this.prunes;
+    try {
+      this.db.transaction(() => {
+        for (const e of batch) {
+          const row = this.q.appendLog.run(e.at.getTime(), e.bucket, e.key, e.operation, e.agent ?? null, e.accessKey ?? null, e.previousETag ?? null, e.newETag ?? null, e.invocationId ?? null, e.versionId ?? null, e.changeset ?? null);
+          added.push(Number(row.lastInsertRowid));
+          this.counted();
+        }
+        for (const i of index.values()) this.q.putIndex.run(i.bucket, i.key, i.upstreamETag, i.etag, i.at);
+      })();
+    } catch (e) {
+      // Rolled back, a prune inside it too: what the memory holds is no longer known to be the table's.
+      this.recent = new RecentLog(Infinity, Infinity);
+      throw e;
+    }
+    for (const [i, e] of batch.entries()) this.recent.add(added[i]!, logEntry(added[i]!, e));
+    // A prune inside this transaction ran before these entries were in memory: it may have deleted some.
+    if (this.prunes !== prunes) this.recent.pruned(this.lastPrune.cutoff, this.lastPrune.deletedUpTo);
   }
 
   private scheduleFlush(): void {
@@ -320,6 +362,10 @@ export class SqliteStateStore implements StateStore {
 
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
     this.flushLog();
+    if (q.bucket === undefined && q.key === undefined && q.agent === undefined && q.prefix === undefined && q.before === undefined && q.until === undefined) {
+      const kept = this.recent.newestSince(Math.max(Date.now() - this.limits.ttlMs, q.since?.getTime() ?? -Infinity), q.limit);
+      if (kept) return kept;
+    }
     const where: string[] = ['at >= ?'];
     const args: Array<string | number> = [Date.now() - this.limits.ttlMs];
     if (q.bucket !== undefined) (where.push('bucket = ?'), args.push(q.bucket));
@@ -334,20 +380,21 @@ export class SqliteStateStore implements StateStore {
     let statement = this.logQueries.get(sql);
     if (!statement) this.logQueries.set(sql, (statement = this.db.prepare<Array<string | number>, LogRow>(sql)));
     const rows = statement.all(...args, q.limit);
-    return rows.map((r) => ({
-      at: new Date(r.at),
-      bucket: r.bucket,
-      key: r.key,
-      operation: r.operation,
-      ...(r.agent !== null && { agent: r.agent }),
-      ...(r.access_key !== null && { accessKey: r.access_key }),
-      ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
-      ...(r.new_etag !== null && { newETag: r.new_etag }),
-      ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
-      ...(r.version_id !== null && { versionId: r.version_id }),
-      ...(r.changeset !== null && { changeset: r.changeset }),
-      cursor: String(r.id),
-    }));
+    return rows.map((r) =>
+      logEntry(r.id, {
+        at: new Date(r.at),
+        bucket: r.bucket,
+        key: r.key,
+        operation: r.operation,
+        ...(r.agent !== null && { agent: r.agent }),
+        ...(r.access_key !== null && { accessKey: r.access_key }),
+        ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
+        ...(r.new_etag !== null && { newETag: r.new_etag }),
+        ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
+        ...(r.version_id !== null && { versionId: r.version_id }),
+        ...(r.changeset !== null && { changeset: r.changeset }),
+      }),
+    );
   }
 
   /**
