@@ -609,12 +609,16 @@ export async function startCasket(config: Config, credentials: Credential[], log
         eventStream.endAll();
         // A keep-alive connection is closed once it is idle: those idle now
         // (no request in flight, or none sent yet) at once; one whose
-        // response ends later after a second without another request
+        // response ends later after two seconds without another request
         // (drain.ts sweep), so a request already on its way — pipelined
         // behind that response, or sent as it ended — gets its 503 and
-        // Retry-After instead of a connection cut under it.
+        // Retry-After instead of a connection cut under it. Two, not one:
+        // "ended" is when casket handed the last bytes to the kernel, and a
+        // client on a loaded host may still be reading a large body's last
+        // buffered megabytes (seen: test/project/drain.test.ts's 0.6 s
+        // pause after a 64 MiB download met a closed socket at load 10).
         server.closeIdleConnections();
-        drainTimer = setInterval(() => drain.sweep(1000), 250);
+        drainTimer = setInterval(() => drain.sweep(2000), 250);
         if (drainMs > 0) {
           await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, drainMs).unref())]);
         }
