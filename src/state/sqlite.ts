@@ -61,20 +61,8 @@ interface StampRow {
   at: number;
 }
 
-interface LogRow {
-  id: number;
-  at: number;
-  bucket: string;
-  key: string;
-  operation: string;
-  agent: string | null;
-  access_key: string | null;
-  previous_etag: string | null;
-  new_etag: string | null;
-  invocation_id: string | null;
-  version_id: string | null;
-  changeset: string | null;
-}
+/** A write_log row as listWriteLog selects it: the entry's own field names, NULL where a field is not set. */
+type LogRow = { id: number; at: number } & Pick<WriteLogEntry, 'bucket' | 'key' | 'operation'> & { [F in 'agent' | 'accessKey' | 'previousETag' | 'newETag' | 'invocationId' | 'versionId' | 'changeset']: string | null };
 
 /** Stamp changes remembered for stampsChangedSince; a mark older than this many changes is answered "changed". */
 const STAMP_CHANGES = 4096;
@@ -86,19 +74,19 @@ function toStamp(row: StampRow): ReadStamp {
 }
 
 /** A write-log entry as listWriteLog answers it, whether read from the table or kept in memory: no field that is not set, its id as the cursor. */
-function logEntry(id: number, e: WriteLogEntry): WriteLogEntry {
+function logEntry(id: number, e: Omit<LogRow, 'id' | 'at'> | WriteLogEntry, at: number): WriteLogEntry {
   return {
-    at: new Date(e.at.getTime()),
+    at: new Date(at),
     bucket: e.bucket,
     key: e.key,
     operation: e.operation,
-    ...(e.agent !== undefined && { agent: e.agent }),
-    ...(e.accessKey !== undefined && { accessKey: e.accessKey }),
-    ...(e.previousETag !== undefined && { previousETag: e.previousETag }),
-    ...(e.newETag !== undefined && { newETag: e.newETag }),
-    ...(e.invocationId !== undefined && { invocationId: e.invocationId }),
-    ...(e.versionId !== undefined && { versionId: e.versionId }),
-    ...(e.changeset !== undefined && { changeset: e.changeset }),
+    ...(e.agent != null && { agent: e.agent }),
+    ...(e.accessKey != null && { accessKey: e.accessKey }),
+    ...(e.previousETag != null && { previousETag: e.previousETag }),
+    ...(e.newETag != null && { newETag: e.newETag }),
+    ...(e.invocationId != null && { invocationId: e.invocationId }),
+    ...(e.versionId != null && { versionId: e.versionId }),
+    ...(e.changeset != null && { changeset: e.changeset }),
     cursor: String(id),
   };
 }
@@ -337,7 +325,7 @@ export class SqliteStateStore implements StateStore {
       this.recent = new RecentLog(Infinity, Infinity);
       throw e;
     }
-    for (const [i, e] of batch.entries()) this.recent.add(added[i]!, logEntry(added[i]!, e));
+    for (const [i, e] of batch.entries()) this.recent.add(added[i]!, logEntry(added[i]!, e, e.at.getTime()));
     // A prune inside this transaction ran before these entries were in memory: it may have deleted some.
     if (this.prunes !== prunes) this.recent.pruned(this.lastPrune.cutoff, this.lastPrune.deletedUpTo);
   }
@@ -376,25 +364,11 @@ export class SqliteStateStore implements StateStore {
     if (q.before !== undefined) (where.push('id < ?'), args.push(Number(q.before)));
     if (q.since !== undefined) (where.push('at >= ?'), args.push(q.since.getTime()));
     if (q.until !== undefined) (where.push('at <= ?'), args.push(q.until.getTime()));
-    const sql = `SELECT id, at, bucket, key, operation, agent, access_key, previous_etag, new_etag, invocation_id, version_id, changeset FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`;
+    const sql = `SELECT id, at, bucket, key, operation, agent, access_key AS accessKey, previous_etag AS previousETag, new_etag AS newETag, invocation_id AS invocationId, version_id AS versionId, changeset FROM write_log WHERE ${where.join(' AND ')} ORDER BY id DESC LIMIT ?`;
     let statement = this.logQueries.get(sql);
     if (!statement) this.logQueries.set(sql, (statement = this.db.prepare<Array<string | number>, LogRow>(sql)));
     const rows = statement.all(...args, q.limit);
-    return rows.map((r) =>
-      logEntry(r.id, {
-        at: new Date(r.at),
-        bucket: r.bucket,
-        key: r.key,
-        operation: r.operation,
-        ...(r.agent !== null && { agent: r.agent }),
-        ...(r.access_key !== null && { accessKey: r.access_key }),
-        ...(r.previous_etag !== null && { previousETag: r.previous_etag }),
-        ...(r.new_etag !== null && { newETag: r.new_etag }),
-        ...(r.invocation_id !== null && { invocationId: r.invocation_id }),
-        ...(r.version_id !== null && { versionId: r.version_id }),
-        ...(r.changeset !== null && { changeset: r.changeset }),
-      }),
-    );
+    return rows.map((r) => logEntry(r.id, r, r.at));
   }
 
   /**
