@@ -28,10 +28,13 @@ function encodeKey(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
+/** The SHA-256 of no bytes: most calls (reads, HEADs, deletes) have no body, and need not hash it each time. */
+const EMPTY_SHA256 = createHash('sha256').digest('hex');
+
 /** Runs `call` as `credential` (the caller already authenticated): the outcome with its response body still to read. */
 export async function callInProcess(services: Services, options: HandleOptions, credential: Credential, client: InProcessClient, call: S3Call): Promise<Outcome> {
   const body = call.body ?? Buffer.alloc(0);
-  const sha256 = createHash('sha256').update(body).digest('hex');
+  const sha256 = call.body ? createHash('sha256').update(body).digest('hex') : EMPTY_SHA256;
   const headers: Record<string, string> = { host: client.host, 'user-agent': client.userAgent, 'x-amz-content-sha256': sha256, ...call.headers };
   if (call.body) headers['content-length'] = String(body.length);
   // The agent the caller acts for: resolveAgent (guard/identity.ts) refuses a key bound to another.
