@@ -1,0 +1,26 @@
+import { defineConfig } from 'vitest/config';
+
+// The tests `npm run mutate:rooms` runs against each mutant of the rooms
+// (stryker.rooms.config.mjs): those that load the rooms' src in this process —
+// casket started in-process (test/helpers/in-process.ts) or the modules
+// imported by unit tests. The rest spawn dist/cli.js, which no mutant reaches.
+export default defineConfig({
+  test: {
+    include: [
+      'test/console/authorize-pages.test.ts',
+      'test/console/changesets.test.ts',
+      'test/console/console.test.ts',
+      'test/console/login-brake.test.ts',
+      'test/console/login-log.test.ts',
+      'test/console/object-versions.test.ts',
+      'test/console/paging.test.ts',
+      'test/console/session.test.ts',
+      'test/console/stored-pages.test.ts',
+      'test/rollback/changeset.test.ts',
+      'test/rollback/plan.test.ts',
+      'test/rollback/restore-condition.test.ts',
+    ],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
