@@ -3,7 +3,9 @@ import { defineConfig } from 'vitest/config';
 // The tests `npm run mutate:rooms` runs against each mutant of the rooms
 // (stryker.rooms.config.mjs): those that load the rooms' src in this process —
 // casket started in-process (test/helpers/in-process.ts) or the modules
-// imported by unit tests. The rest spawn dist/cli.js, which no mutant reaches.
+// imported by unit tests. The rest spawn dist/cli.js, which no mutant reaches;
+// but rollback's end-to-end tests start their casket with startRollbackCasket
+// (test/rollback/helpers.ts), which CASKET_TEST_IN_PROCESS turns in-process.
 export default defineConfig({
   test: {
     include: [
@@ -16,10 +18,14 @@ export default defineConfig({
       'test/console/paging.test.ts',
       'test/console/session.test.ts',
       'test/console/stored-pages.test.ts',
+      'test/rollback/breaks.test.ts',
       'test/rollback/changeset.test.ts',
       'test/rollback/plan.test.ts',
       'test/rollback/restore-condition.test.ts',
+      'test/rollback/rollback.test.ts',
+      'test/rollback/versions.test.ts',
     ],
+    env: { CASKET_TEST_IN_PROCESS: '1' },
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

@@ -17,6 +17,8 @@ import type { Cred } from './casket.js';
 
 export interface InProcessCasket {
   url: string;
+  /** The embedded store's directory. */
+  dataDir: string;
   casket: Casket;
   admin: Cred;
   agents: Record<string, Cred>;
@@ -41,6 +43,7 @@ export async function startInProcess(options: { agents?: string[]; keys?: string
   const casket = await startCasket(config, credentials);
   return {
     url: casket.url,
+    dataDir,
     casket,
     admin,
     agents,
