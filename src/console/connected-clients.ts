@@ -51,9 +51,9 @@ function row(g: OAuthGrant): ConnectedClient {
   };
 }
 
-/** The grants this credential may see, most recently used first. */
-export async function connectedClients(state: Pick<StateStore, 'listOAuthGrants'>, credential: Credential, now = Date.now()) {
-  const grants = (await state.listOAuthGrants()).filter((g) => g.expiresAt > now && mayManage(credential, g));
+/** The grants this credential may see, most recently used first (the store lists no expired grant: state/types.ts). */
+export async function connectedClients(state: Pick<StateStore, 'listOAuthGrants'>, credential: Credential) {
+  const grants = (await state.listOAuthGrants()).filter((g) => mayManage(credential, g));
   grants.sort((a, b) => b.lastUsedAt - a.lastUsedAt);
   return { clients: grants.map(row) };
 }

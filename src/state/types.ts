@@ -300,7 +300,8 @@ export interface StateStore {
   /**
    * MCP authorization grants (src/oauth/grants.ts), shared by every replica:
    * kept until `expiresAt`, never capped by maxEntries (a cap would log a
-   * client out, not let one in). get answers undefined past expiresAt.
+   * client out, not let one in). get answers undefined past expiresAt, and
+   * list leaves such grants out.
    */
   putOAuthGrant(grant: OAuthGrant): Promise<void>;
   getOAuthGrant(id: string): Promise<OAuthGrant | undefined>;

@@ -39,6 +39,17 @@ describe('console session', () => {
     expect(verifySession(staticCredentials([person]), token)).toBeUndefined();
     expect(verifySession(staticCredentials([{ ...admin, admin: false }]), token)).toBeUndefined();
     expect(verifySession(staticCredentials([{ ...admin, secretAccessKey: 'rotated' }]), token)).toBeUndefined();
+    // Its form: another version's prefix, a part more, a signature cut short — refused, not thrown.
+    expect(verifySession(lookup, `cks2.${payload}.${mac}`)).toBeUndefined();
+    expect(verifySession(lookup, `${token}.more`)).toBeUndefined();
+    expect(verifySession(lookup, `${prefix}.${payload}.${mac.slice(0, -2)}`)).toBeUndefined();
+  });
+
+  it('ends at its expiry second exactly', () => {
+    const token = mintSession(admin, 1_000_000);
+    const expiry = (1_000_000 / 1000 + SESSION_SECONDS) * 1000;
+    expect(verifySession(lookup, token, expiry - 1)?.accessKeyId).toBe('ADMINKEY');
+    expect(verifySession(lookup, token, expiry)).toBeUndefined();
   });
 
   it('is not an MCP token, nor the other way round', () => {
@@ -57,6 +68,8 @@ describe('console session', () => {
   it('reads its cookie among others, and checks the Origin of a POST against the host', () => {
     expect(sessionFromCookies('a=1; casket_console=cks1.x.y; b=2')).toBe('cks1.x.y');
     expect(sessionFromCookies('xcasket_console=1')).toBeUndefined();
+    expect(sessionFromCookies('a=1;casket_console=cks1.x.y ;b=2')).toBe('cks1.x.y');
+    expect(sessionFromCookies('casket_consolex; b=2')).toBeUndefined();
     expect(sameOrigin('http://127.0.0.1:9000', '127.0.0.1:9000')).toBe(true);
     expect(sameOrigin('http://evil.example', '127.0.0.1:9000')).toBe(false);
     expect(sameOrigin('null', '127.0.0.1:9000')).toBe(false);

@@ -17,6 +17,8 @@ import type { Cred } from './casket.js';
 
 export interface InProcessCasket {
   url: string;
+  /** The embedded store's directory. */
+  dataDir: string;
   casket: Casket;
   admin: Cred;
   agents: Record<string, Cred>;
@@ -27,17 +29,21 @@ export interface InProcessCasket {
 
 const key = (): Cred => ({ accessKeyId: `AK${randomBytes(8).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(20).toString('hex') });
 
-/** `flags`: casket's own options by their config names (guard, agentWrites, state, …), as strings. */
-export async function startInProcess(options: { agents?: string[]; keys?: string[]; flags?: Record<string, string> } = {}): Promise<InProcessCasket> {
+/**
+ * `flags`: casket's own options by their config names (guard, agentWrites, state, …), as strings.
+ * `credentials`: more keys as they are, e.g. with policies.
+ */
+export async function startInProcess(options: { agents?: string[]; keys?: string[]; flags?: Record<string, string>; credentials?: Credential[] } = {}): Promise<InProcessCasket> {
   const dataDir = mkdtempSync(join(tmpdir(), 'casket-core-'));
   const admin = key();
   const agents = Object.fromEntries((options.agents ?? []).map((a) => [a, key()]));
   const keys = Object.fromEntries((options.keys ?? []).map((name) => [name, key()]));
-  const credentials: Credential[] = [{ ...admin, admin: true }, ...Object.entries(agents).map(([agent, c]) => ({ ...c, agent })), ...Object.values(keys)];
+  const credentials: Credential[] = [{ ...admin, admin: true }, ...Object.entries(agents).map(([agent, c]) => ({ ...c, agent })), ...Object.values(keys), ...(options.credentials ?? [])];
   const config = buildConfig({ listen: '127.0.0.1:0', dataDir, state: 'memory', fsync: 'false', logLevel: 'silent', ...options.flags });
   const casket = await startCasket(config, credentials);
   return {
     url: casket.url,
+    dataDir,
     casket,
     admin,
     agents,

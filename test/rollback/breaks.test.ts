@@ -14,20 +14,19 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
 import { raw } from '../helpers/raw.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
-import { agentPut, content, keysOf } from './helpers.js';
+import { agentPut, content, keysOf, type RollbackCasket, startRollbackCasket } from './helpers.js';
 
-let casket: RunningCasket;
+let casket: RollbackCasket;
 let admin: S3Client;
 let alice: S3Client;
 let person: S3Client;
 let bucket: string;
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice'], keys: { person: {} } });
+  casket = await startRollbackCasket();
   admin = sdk(casket.url, casket.admin);
   alice = sdk(casket.url, casket.agents.alice!, { agentHeader: 'alice' });
   person = sdk(casket.url, casket.keys.person!);

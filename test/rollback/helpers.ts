@@ -9,9 +9,26 @@ import {
   UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { spawn } from 'node:child_process';
-import { CLI, type Cred, type RunningCasket } from '../helpers/casket.js';
+import { CLI, startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { bytes } from '../helpers/clients.js';
+import { startInProcess } from '../helpers/in-process.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
+
+export type RollbackCasket = Pick<RunningCasket, 'url' | 'dataDir' | 'admin' | 'agents' | 'keys' | 'stop'>;
+
+/**
+ * The casket a rollback test drives, with agent alice and a person's key:
+ * a casket process (test/helpers/casket.ts), on its embedded store or in
+ * front of CASKET_TEST_UPSTREAM; or, with CASKET_TEST_IN_PROCESS set (as
+ * vitest.mutate-rooms.config.ts sets it for `npm run mutate:rooms`), casket
+ * in this process (test/helpers/in-process.ts), the one place Stryker's
+ * mutants of src/rollback can be seen. `flags`: by their config names.
+ */
+export async function startRollbackCasket(flags: Record<string, string> = {}): Promise<RollbackCasket> {
+  if (process.env.CASKET_TEST_IN_PROCESS) return startInProcess({ agents: ['alice'], keys: ['person'], flags });
+  const args = Object.entries(flags).flatMap(([name, value]) => [`--${name.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`)}`, value]);
+  return startCasket({ agents: ['alice'], keys: { person: {} }, args });
+}
 
 /** The key's content, or null when it does not exist. */
 export async function content(s3: S3Client, bucket: string, key: string): Promise<{ body: Buffer; etag: string } | null> {

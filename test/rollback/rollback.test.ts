@@ -4,6 +4,8 @@
  * command-line tool. On the embedded store, or in front of moto or Ceph RGW
  * with CASKET_TEST_UPSTREAM (the buckets there are unversioned: the
  * goal versions come from retention and --keep-pre-images).
+ * (`npm run mutate:rooms` runs the same story with casket in-process:
+ * startRollbackCasket.)
  *
  * The story: agent alice makes 50 writes over 20 keys — overwrites,
  * deletes, creates and a multipart upload — then a person changes 5 of
@@ -16,10 +18,9 @@
 import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
 import { raw, sha256hex } from '../helpers/raw.js';
-import { agentDelete, agentMultipartCreate, agentPut, cliRollback, content, keysOf } from './helpers.js';
+import { agentDelete, agentMultipartCreate, agentPut, cliRollback, content, keysOf, type RollbackCasket, startRollbackCasket } from './helpers.js';
 
 const bucket = `rollback-${randomBytes(3).toString('hex')}`;
 const key = (i: number) => `notes/k${String(i).padStart(2, '0')}.txt`;
@@ -27,7 +28,7 @@ const original = (i: number) => `line one of ${key(i)}\nline two, as a person wr
 const agentText = (i: number, n: number) => `line one of ${key(i)}\nline two, agent edit ${n}\nline three\n`;
 const MiB = 1024 * 1024;
 
-let casket: RunningCasket;
+let casket: RollbackCasket;
 let admin: S3Client;
 let alice: S3Client;
 let person: S3Client;
@@ -39,7 +40,7 @@ const personal = new Map<string, Buffer | null>();
 let aliceWrites = 0;
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice'], keys: { person: {} }, args: ['--keep-pre-images', 'true'] });
+  casket = await startRollbackCasket({ keepPreImages: 'true' });
   admin = sdk(casket.url, casket.admin);
   alice = sdk(casket.url, casket.agents.alice!, { agentHeader: 'alice' });
   person = sdk(casket.url, casket.keys.person!);

@@ -9,20 +9,19 @@
 import { CreateBucketCommand, PutBucketVersioningCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { agentMultipartCreate, agentPut, cliRollback, content } from './helpers.js';
+import { agentMultipartCreate, agentPut, cliRollback, content, type RollbackCasket, startRollbackCasket } from './helpers.js';
 
 const bucket = `rollback-versions-${randomBytes(3).toString('hex')}`;
 const MiB = 1024 * 1024;
 
-let casket: RunningCasket;
+let casket: RollbackCasket;
 let admin: S3Client;
 let alice: S3Client;
 let person: S3Client;
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice'], keys: { person: {} }, args: ['--retain-max-size', '0'] });
+  casket = await startRollbackCasket({ retainMaxSize: '0' });
   admin = sdk(casket.url, casket.admin);
   alice = sdk(casket.url, casket.agents.alice!, { agentHeader: 'alice' });
   person = sdk(casket.url, casket.keys.person!);

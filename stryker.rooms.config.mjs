@@ -1,0 +1,32 @@
+// npm run mutate:rooms: the mutation score of the rooms added around the core
+// (issue 43), one room per run: ROOM=console (src/console's server code, not
+// its browser assets) or ROOM=rollback (src/rollback). Each room keeps its
+// results in a file of its own, so a room is re-run without the others and a
+// run cut short loses only its room. Most of the rooms' tests spawn
+// dist/cli.js, which no mutant reaches, so only their in-process tests run
+// here (vitest.mutate-rooms.config.ts): the score is a lower bound.
+// docs/architecture.md, "Mutation score".
+import base from './stryker.config.mjs';
+
+const ROOMS = {
+  console: ['src/console/*.ts'],
+  rollback: ['src/rollback/**/*.ts'],
+};
+const room = process.env.ROOM ?? '';
+if (!(room in ROOMS)) throw new Error(`ROOM must be one of ${Object.keys(ROOMS).join(', ')} (got "${room}")`);
+
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  ...base,
+  vitest: { configFile: 'vitest.mutate-rooms.config.ts' },
+  mutate: ROOMS[room],
+  incrementalFile: `.stryker/rooms-${room}-incremental.json`,
+  jsonReporter: { fileName: `.stryker/reports/rooms-${room}-mutation.json` },
+  tempDirName: `.stryker/tmp-rooms-${room}`,
+  // dist/ is copied too: test/rollback/changeset.test.ts runs `casket rollback`
+  // (dist/cli.js, built from the unmutated src) as a client of the casket it
+  // starts in-process, where the mutants are.
+  ignorePatterns: ['.stryker', 'casket-data'],
+  // The machine's two cores are shared with benchmarks and other runs.
+  concurrency: 1,
+};

@@ -1,0 +1,45 @@
+import { defineConfig } from 'vitest/config';
+
+// The tests `npm run mutate:rooms` runs against each mutant of one room
+// (stryker.rooms.config.mjs; ROOM names it, and Stryker's test workers inherit
+// it): those that load the room's src in this process — casket started
+// in-process (test/helpers/in-process.ts), or the modules imported by unit
+// tests. The rest spawn dist/cli.js, which no mutant reaches; but rollback's
+// end-to-end tests start their casket with startRollbackCasket
+// (test/rollback/helpers.ts), which CASKET_TEST_IN_PROCESS turns in-process.
+const TESTS: Record<string, string[]> = {
+  // Not the tests that drive Chromium (console, changesets, paging,
+  // stored-pages): a page load per mutant made a run of the room's 772
+  // mutants take over an hour on two shared cores. Their HTTP-level
+  // assertions are in routes, views and authorize-pages; the score is a
+  // lower bound.
+  console: [
+    'test/console/authorize-pages.test.ts',
+    'test/console/login-brake.test.ts',
+    'test/console/login-log.test.ts',
+    'test/console/object-versions.test.ts',
+    'test/console/routes.test.ts',
+    'test/console/session.test.ts',
+    'test/console/views.test.ts',
+  ],
+  rollback: [
+    'test/rollback/breaks.test.ts',
+    'test/rollback/changeset.test.ts',
+    'test/rollback/plan.test.ts',
+    'test/rollback/restore-condition.test.ts',
+    'test/rollback/rollback.test.ts',
+    'test/rollback/versions.test.ts',
+  ],
+};
+const room = process.env.ROOM ?? '';
+const include = TESTS[room];
+if (!include) throw new Error(`ROOM must be one of ${Object.keys(TESTS).join(', ')} (got "${room}")`);
+
+export default defineConfig({
+  test: {
+    include,
+    env: { CASKET_TEST_IN_PROCESS: '1' },
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
