@@ -511,17 +511,19 @@ export async function startCasket(config: Config, credentials: Credential[], log
       answer = { status: 500, headers: { 'content-type': 'text/plain; charset=UTF-8' }, body: 'Internal Server Error' };
     }
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    // Answered already (a body that timed out, body-timeout.ts), or no one left to answer.
+    if (!outgoing.headersSent && !outgoing.destroyed) {
+      // Encoded once: its length is the bytes' (a string would be measured, then encoded again as it is written).
+      const body = answer.body === null ? undefined : Buffer.from(answer.body, 'utf8');
+      const headers: Record<string, string> = { ...answer.headers, 'content-length': String(body?.length ?? 0) };
+      for (const [name, value] of Object.entries(OBJECT_BODY_HEADERS)) headers[name] ??= value;
+      outgoing.writeHead(answer.status, headers);
+      outgoing.end(body);
+    }
+    // Counted and logged once the answer is on its way: the client waits for the answer, not for these.
     metrics.requests.inc({ operation: 'casket:mcp', status: String(answer.status) });
     metrics.duration.observe({ operation: 'casket:mcp' }, seconds);
     log.info({ operation: 'casket:mcp', path: MCP_PATH, status: answer.status, ms: Math.round(seconds * 1000 * 10) / 10 }, 'request');
-    // Answered already (a body that timed out, body-timeout.ts), or no one left to answer.
-    if (outgoing.headersSent || outgoing.destroyed) return;
-    // Encoded once: its length is the bytes' (a string would be measured, then encoded again as it is written).
-    const body = answer.body === null ? undefined : Buffer.from(answer.body, 'utf8');
-    const headers: Record<string, string> = { ...answer.headers, 'content-length': String(body?.length ?? 0) };
-    for (const [name, value] of Object.entries(OBJECT_BODY_HEADERS)) headers[name] ??= value;
-    outgoing.writeHead(answer.status, headers);
-    outgoing.end(body);
   };
   // After SIGTERM: Connection: close on what is in flight, 503 + Retry-After for anything new (drain.ts).
   const drain = new Drain();

@@ -1,8 +1,10 @@
 /**
  * The default state store: SQLite (src/sqlite.ts) in the data dir, so a
- * restart does not forget who read what. Every method is one synchronous
- * statement or transaction, so the read-merge-write of a stamp is atomic
- * within the process. Pruning (TTL, entry cap) runs on open and once a minute.
+ * restart does not forget who read what. Every method runs synchronously, so
+ * the read-merge-write of a stamp is atomic within the process. Stamps,
+ * write-log and ETag-index entries are written to the file once per
+ * event-loop turn (flush); what is not written yet is read from memory.
+ * Pruning (TTL, entry cap) runs on open and once a minute.
  */
 import { openSqlite, type Database, type Statement } from '../sqlite.js';
 import { fullStamp, mergeRead, readsWhole } from './read-coverage.js';
@@ -64,6 +66,9 @@ interface StampRow {
 /** A write_log row as listWriteLog selects it: the entry's own field names, NULL where a field is not set. */
 type LogRow = { id: number; at: number } & Pick<WriteLogEntry, 'bucket' | 'key' | 'operation'> & { [F in 'agent' | 'accessKey' | 'previousETag' | 'newETag' | 'invocationId' | 'versionId' | 'changeset']: string | null };
 
+/** Stamps set and not yet written, by stampId, in the order they were set. */
+type PendingStamps = Map<string, { agent: string; bucket: string; key: string; stamp: ReadStamp; seq: number }>;
+
 /** Stamp changes remembered for stampsChangedSince; a mark older than this many changes is answered "changed". */
 const STAMP_CHANGES = 4096;
 
@@ -102,7 +107,15 @@ export class SqliteStateStore implements StateStore {
   private pendingLog: WriteLogEntry[] = [];
   /** ETag index entries waiting for the same transaction, by (bucket, key, upstream ETag); read through. */
   private pendingIndex = new Map<string, { bucket: string; key: string; upstreamETag: string; etag: string; at: number }>();
-  /** The flush queued for the end of this turn, if one is (flushLog clears it): one per turn, however many writes. */
+  /**
+   * Stamps set and not yet in the table, by stampId: written with the turn's
+   * other entries (flushLog), read through by getStamp/getStamps, written
+   * first by listStamps and prune. A read's stamp used to be an autocommit
+   * of its own before the answer (the largest part of an MCP read's time
+   * between its GetObject and its answer, docs/performance.md "MCP tools").
+   */
+  private pendingStamps: PendingStamps = new Map();
+  /** The flush queued for the end of this turn, if one is (it clears this as it runs): one per turn, however many writes. */
   private flushing: NodeJS.Immediate | undefined;
   /** Touch order of stamps: the least recently touched is evicted first, even within one millisecond. */
   private seq: number;
@@ -195,6 +208,8 @@ export class SqliteStateStore implements StateStore {
     const cutoff = Date.now() - this.limits.ttlMs;
     const cap = this.limits.maxEntries;
     this.db.transaction(() => {
+      // The cap counts every stamp: those still in memory first.
+      this.writeStamps(this.takeStamps());
       this.db.prepare('DELETE FROM stamps WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM write_log WHERE at < ?').run(cutoff);
       this.db.prepare('DELETE FROM etag_index WHERE at < ?').run(cutoff);
@@ -219,9 +234,37 @@ export class SqliteStateStore implements StateStore {
   }
 
   private put(agent: string, bucket: string, key: string, s: ReadStamp): void {
-    this.q.putStamp.run(agent, bucket, key, s.etag, s.size, s.full ? 1 : 0, JSON.stringify(s.covered), s.at, ++this.seq);
-    this.stampChanged(agent, bucket, key);
+    // As a statement on a closed database would: nothing would ever write it.
+    if (this.closed) throw new Error('The database connection is not open.');
+    const id = stampId(agent, bucket, key);
+    // Re-inserted, so the map iterates in the order the stamps were set.
+    this.pendingStamps.delete(id);
+    this.pendingStamps.set(id, { agent, bucket, key, stamp: s, seq: ++this.seq });
+    this.stampChanged(id);
+    this.scheduleFlush();
     this.counted();
+  }
+
+  /** The stamps in memory, now the caller's to write (inside a transaction: writeStamps). */
+  private takeStamps(): PendingStamps {
+    const stamps = this.pendingStamps;
+    this.pendingStamps = new Map();
+    return stamps;
+  }
+
+  private writeStamps(stamps: PendingStamps): void {
+    for (const p of stamps.values()) this.q.putStamp.run(p.agent, p.bucket, p.key, p.stamp.etag, p.stamp.size, p.stamp.full ? 1 : 0, JSON.stringify(p.stamp.covered), p.stamp.at, p.seq);
+  }
+
+  /** The stamp as set, in memory or in the table. */
+  private current(agent: string, bucket: string, key: string): ReadStamp | undefined {
+    const pending = this.pendingStamps.get(stampId(agent, bucket, key));
+    if (pending) return this.liveStamp(pending.stamp);
+    return this.live(this.q.getStamp.get(agent, bucket, key));
+  }
+
+  private liveStamp(s: ReadStamp): ReadStamp | undefined {
+    return Date.now() - s.at <= this.limits.ttlMs ? s : undefined;
   }
 
   /** Prunes after every `slack` writes, so the store exceeds its cap by at most that many entries. */
@@ -234,21 +277,11 @@ export class SqliteStateStore implements StateStore {
   }
 
   async recordRead(agent: string, bucket: string, key: string, read: ReadEvent): Promise<ReadStamp> {
-    // A whole read replaces the stamp whatever it held: one statement, atomic
-    // on its own, rather than a transaction that reads first (a GET's
-    // transaction was a quarter of a small read's state-store time, --cpu-prof).
-    if (readsWhole(read)) {
-      const stamp = fullStamp(read.etag, read.size, Date.now());
-      this.put(agent, bucket, key, stamp);
-      return stamp;
-    }
-    // IMMEDIATE: take the write lock before reading, so the merge is atomic even
-    // if another process ever shares the file (a deferred lock could fail to upgrade).
-    return this.db.transaction(() => {
-      const stamp = mergeRead(this.live(this.q.getStamp.get(agent, bucket, key)), read, Date.now());
-      this.put(agent, bucket, key, stamp);
-      return stamp;
-    }).immediate();
+    // A whole read replaces the stamp whatever it held; a part is merged with
+    // it, read and set in one synchronous step (this process owns the file).
+    const stamp = readsWhole(read) ? fullStamp(read.etag, read.size, Date.now()) : mergeRead(this.current(agent, bucket, key), read, Date.now());
+    this.put(agent, bucket, key, stamp);
+    return stamp;
   }
 
   async recordWrite(agent: string, bucket: string, key: string, etag: string, size: number): Promise<void> {
@@ -256,11 +289,11 @@ export class SqliteStateStore implements StateStore {
   }
 
   async getStamp(agent: string, bucket: string, key: string): Promise<ReadStamp | undefined> {
-    return this.live(this.q.getStamp.get(agent, bucket, key));
+    return this.current(agent, bucket, key);
   }
 
-  private stampChanged(agent: string, bucket: string, key: string): void {
-    this.changedStamps[++this.stampChanges % STAMP_CHANGES] = stampId(agent, bucket, key);
+  private stampChanged(id: string): void {
+    this.changedStamps[++this.stampChanges % STAMP_CHANGES] = id;
   }
 
   /**
@@ -280,33 +313,54 @@ export class SqliteStateStore implements StateStore {
 
   async getStamps(agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<Array<ReadStamp | undefined>> {
     const out: Array<ReadStamp | undefined> = keys.map(() => undefined);
-    if (keys.length === 0) return out;
-    for (const row of this.q.getStamps.all(JSON.stringify(keys.map((k) => [k.bucket, k.key])), agent)) out[row.i] = this.live(row);
+    const asked: number[] = [];
+    for (const [i, k] of keys.entries()) {
+      const pending = this.pendingStamps.get(stampId(agent, k.bucket, k.key));
+      if (pending) out[i] = this.liveStamp(pending.stamp);
+      else asked.push(i);
+    }
+    if (asked.length === 0) return out;
+    for (const row of this.q.getStamps.all(JSON.stringify(asked.map((i) => [keys[i]!.bucket, keys[i]!.key])), agent)) out[asked[row.i]!] = this.live(row);
     return out;
   }
 
   async listStamps(agent: string): Promise<StampEntry[]> {
+    // In the table's order (its collation, not JavaScript's): the stamps in memory go there first.
+    if (this.pendingStamps.size > 0) this.db.transaction((stamps: PendingStamps) => this.writeStamps(stamps))(this.takeStamps());
     return this.q.listStamps.all(agent, Date.now() - this.limits.ttlMs).map((row) => ({ bucket: row.bucket, key: row.key, stamp: toStamp(row) }));
   }
 
+  /**
+   * At once, not at the turn's end: a forgotten stamp that a crash brought
+   * back would entitle a write its agent no longer holds (a stamp set and
+   * lost only refuses one).
+   */
   async forgetStamp(agent: string, bucket: string, key: string): Promise<void> {
+    const id = stampId(agent, bucket, key);
+    this.pendingStamps.delete(id);
     this.q.forget.run(agent, bucket, key);
-    this.stampChanged(agent, bucket, key);
+    this.stampChanged(id);
   }
 
   /**
-   * Write-log and ETag index entries are batched: one transaction per
+   * Write-log, ETag index entries and stamps are batched: one transaction per
    * event-loop turn rather than one per write (a separate autocommit INSERT
    * was ~9% of a small PUT, measured with --cpu-prof). A crash can lose the
    * entries of that one turn: the objects themselves are committed by the
-   * backend before this runs, and a lost index entry is re-derived from the
-   * object on its next read (backends/s3/etags.ts).
+   * backend before this runs, a lost index entry is re-derived from the
+   * object on its next read (backends/s3/etags.ts), and a lost stamp refuses
+   * a write its read would have allowed (the agent reads again), never the
+   * other way round (forgetStamp is not batched).
+   *
+   * `withStamps` false (listWriteLog, which needs only the log in the table):
+   * stamps alone do not make a transaction, so a read's stamp is not
+   * written before its answer by a look at the log.
    */
-  private flushLog(): void {
-    this.flushing = undefined;
-    if (this.pendingLog.length === 0 && this.pendingIndex.size === 0) return;
+  private flushLog(withStamps = true): void {
+    if (this.pendingLog.length === 0 && this.pendingIndex.size === 0 && (!withStamps || this.pendingStamps.size === 0)) return;
     const batch = this.pendingLog;
     const index = this.pendingIndex;
+    const stamps = this.takeStamps();
     this.pendingLog = [];
     this.pendingIndex = new Map();
     const added: number[] = [];
@@ -319,6 +373,7 @@ export class SqliteStateStore implements StateStore {
           this.counted();
         }
         for (const i of index.values()) this.q.putIndex.run(i.bucket, i.key, i.upstreamETag, i.etag, i.at);
+        this.writeStamps(stamps);
       })();
     } catch (e) {
       // Rolled back, a prune inside it too: what the memory holds is no longer known to be the table's.
@@ -332,12 +387,13 @@ export class SqliteStateStore implements StateStore {
 
   private scheduleFlush(): void {
     this.flushing ??= setImmediate(() => {
+      this.flushing = undefined;
       // Off the request path, a failing disk must not crash the process:
       // the entries of this turn are lost (the objects are already committed).
       try {
         this.flushLog();
       } catch (e) {
-        process.emitWarning(`casket: write-log and ETag index entries lost: ${(e as Error).message}`);
+        process.emitWarning(`casket: write-log, ETag index entries and read stamps lost: ${(e as Error).message}`);
       }
     });
   }
@@ -349,7 +405,7 @@ export class SqliteStateStore implements StateStore {
   }
 
   async listWriteLog(q: WriteLogQuery): Promise<WriteLogEntry[]> {
-    this.flushLog();
+    this.flushLog(false);
     if (q.bucket === undefined && q.key === undefined && q.agent === undefined && q.prefix === undefined && q.before === undefined && q.until === undefined) {
       const kept = this.recent.newestSince(Math.max(Date.now() - this.limits.ttlMs, q.since?.getTime() ?? -Infinity), q.limit);
       if (kept) return kept;

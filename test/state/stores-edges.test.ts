@@ -161,6 +161,28 @@ describe('sqlite store', () => {
     expect(await afterCrash(path, (s) => s.getIndexedETag('b', 'k', 'up'))).toBe('sha-1');
   });
 
+  it("an agent's read stamp, answered from memory in its turn, is in the file once the turn ends: a restart still knows the read", async () => {
+    const path = dbPath();
+    const running = tracked(new SqliteStateStore(path, LIMITS));
+    await running.recordRead('alice', 'b', 'k', { etag: 'v1', size: 10, start: 0, end: 10 });
+    // The same turn: the guard judging alice's next write sees it.
+    expect(await running.getStamp('alice', 'b', 'k')).toMatchObject({ etag: 'v1', full: true });
+    await turn();
+    expect(await afterCrash(path, (s) => s.getStamp('alice', 'b', 'k'))).toMatchObject({ etag: 'v1', full: true });
+  });
+
+  it('a stamp forgotten in the turn it was set stays forgotten after a restart: a deleted read does not come back to allow a write', async () => {
+    const path = dbPath();
+    const running = tracked(new SqliteStateStore(path, LIMITS));
+    await running.recordRead('alice', 'b', 'k', { etag: 'v1', size: 10, start: 0, end: 10 });
+    await turn();
+    await running.recordWrite('alice', 'b', 'k', 'v2', 12);
+    await running.forgetStamp('alice', 'b', 'k');
+    expect(await running.getStamp('alice', 'b', 'k')).toBeUndefined();
+    await turn();
+    expect(await afterCrash(path, (s) => s.getStamp('alice', 'b', 'k'))).toBeUndefined();
+  });
+
   it('closed in the same turn as a write, it warns of nothing: the close wrote the entries', async () => {
     const path = dbPath();
     const warnings = await warningsDuring(async () => {
@@ -182,7 +204,7 @@ describe('sqlite store', () => {
       const warnings = await warningsDuring(async () => {
         await running.appendWriteLog({ at: new Date(), bucket: 'b', key: 'k', operation: 'PutObject', newETag: 'lost' });
       });
-      expect(warnings).toEqual(['casket: write-log and ETag index entries lost: database or disk is full']);
+      expect(warnings).toEqual(['casket: write-log, ETag index entries and read stamps lost: database or disk is full']);
       other.exec('DROP TRIGGER full_disk');
     } finally {
       other.close();
@@ -242,7 +264,7 @@ describe('sqlite store', () => {
       await expect(state.close()).resolves.toBeUndefined();
     });
     // The entry is lost, and said to be: the flush that would have written it warns.
-    expect(warnings).toEqual([expect.stringMatching(/^casket: write-log and ETag index entries lost: /)]);
+    expect(warnings).toEqual([expect.stringMatching(/^casket: write-log, ETag index entries and read stamps lost: /)]);
   });
 });
 
