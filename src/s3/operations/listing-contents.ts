@@ -56,6 +56,14 @@ class Bytes {
     this.room(s.length * 3);
     this.at += this.buf.write(s, this.at, 'utf8');
   }
+  /** Text known to be ASCII (an ETag), byte by byte: cheaper than Buffer.write for a few dozen characters. */
+  ascii(s: string): void {
+    this.room(s.length);
+    const buf = this.buf;
+    let at = this.at;
+    for (let i = 0; i < s.length; i++) buf[at++] = s.charCodeAt(i);
+    this.at = at;
+  }
   bytes(from: Uint8Array): void {
     this.room(from.length);
     this.buf.set(from, this.at);
@@ -74,11 +82,17 @@ class Bytes {
 const T = {
   contentsKey: Buffer.from('<Contents><Key>'),
   keyLastModified: Buffer.from('</Key><LastModified>'),
+  lastModifiedETag: Buffer.from('</LastModified><ETag>&quot;'),
+  etagEnd: Buffer.from('&quot;</ETag>'),
+  size: Buffer.from('<Size>'),
   sizeEnd: Buffer.from('</Size>'),
   sizeOwner: Buffer.from('</Size><Owner>'),
   ownerEnd: Buffer.from('</Owner>'),
   storageClassEnd: Buffer.from('<StorageClass>STANDARD</StorageClass></Contents>'),
 };
+
+/** A quoted ETag of printable ASCII with nothing the writer escapes inside its quotes (casket's: hex, maybe `-N`). */
+const ASCII_ETAG = /^"[\x20-\x21\x23-\x25\x28-\x3b\x3d\x3f-\x7e]*"$/;
 
 function copyable(s: ListedSpans | undefined, options: ContentsOptions): s is ListedSpans {
   return s !== undefined && (options.encode !== undefined || s.key >= 0) && s.lastModified >= 0 && s.size >= 0;
@@ -105,9 +119,14 @@ export function listingXml(rootName: string, before: XmlObject, result: ListObje
     else out.copy(page, s.key, s.keyEnd);
     out.bytes(T.keyLastModified);
     out.copy(page, s.lastModified, s.lastModifiedEnd);
-    let middle = `</LastModified><ETag>${escapeXml(formatETag(o.etag, options.etagSuffix))}</ETag>`;
-    if (o.checksum) middle += xmlElement('ChecksumAlgorithm', DISPLAY_NAMES[o.checksum.algorithm]) + xmlElement('ChecksumType', o.checksum.type);
-    out.text(`${middle}<Size>`);
+    out.bytes(T.lastModifiedETag);
+    // formatETag quoted: `"` is the one character of it the writer escapes.
+    const etag = formatETag(o.etag, options.etagSuffix);
+    if (ASCII_ETAG.test(etag)) out.ascii(etag.slice(1, -1));
+    else out.text(escapeXml(etag).slice(6, -6));
+    out.bytes(T.etagEnd);
+    if (o.checksum) out.text(xmlElement('ChecksumAlgorithm', DISPLAY_NAMES[o.checksum.algorithm]) + xmlElement('ChecksumType', o.checksum.type));
+    out.bytes(T.size);
     out.copy(page, s.size, s.sizeEnd);
     if (!options.owner) {
       out.bytes(T.sizeEnd);
