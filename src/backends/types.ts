@@ -399,6 +399,29 @@ export interface ListObjectsResult {
   isTruncated: boolean;
   /** Last key or common prefix returned: where the next page starts after. */
   nextAfter?: string;
+  /**
+   * In front of an upstream: its page as it came, and for each of `objects`
+   * (same index) where that entry's fields stand in it, so the answer copies
+   * those bytes through instead of writing them again (issue 42 item 2).
+   */
+  listed?: { page: Buffer; spans: Array<ListedSpans | undefined> };
+}
+
+/**
+ * Byte ranges [start, end) in an upstream's ListBucketResult of one entry's
+ * escaped character data, each set only when those bytes are exactly what
+ * casket's XML writer would write for the value (-1 otherwise): Key,
+ * LastModified, Size, and the inside of <Owner>.
+ */
+export interface ListedSpans {
+  key: number;
+  keyEnd: number;
+  lastModified: number;
+  lastModifiedEnd: number;
+  size: number;
+  sizeEnd: number;
+  owner: number;
+  ownerEnd: number;
 }
 
 export interface MultipartUploadInfo {

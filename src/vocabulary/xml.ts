@@ -23,7 +23,7 @@ export interface XmlObject {
 }
 
 /** The five predefined entities (XML 1.0 §4.6), in text and attribute values alike. */
-function escapeXml(text: string): string {
+export function escapeXml(text: string): string {
   let out = '';
   let from = 0;
   for (let i = 0; i < text.length; i++) {
@@ -43,14 +43,20 @@ function escapeXml(text: string): string {
 }
 
 /** `<name …>…</name>` for each value (an array repeats the element; undefined writes nothing). */
-function element(name: string, value: XmlValue): string {
+export function xmlElement(name: string, value: XmlValue): string {
   if (value === undefined) return '';
   if (Array.isArray(value)) {
     let out = '';
-    for (const item of value) out += element(name, item);
+    for (const item of value) out += xmlElement(name, item);
     return out;
   }
   if (typeof value !== 'object') return `<${name}>${escapeXml(String(value))}</${name}>`;
+  const [attributes, children] = parts(value);
+  return `<${name}${attributes}>${children}</${name}>`;
+}
+
+/** An element's attributes (` a="…"`, from `@_` keys) and children, written. */
+function parts(value: XmlObject): [string, string] {
   let attributes = '';
   let children = '';
   for (const key in value) {
@@ -58,15 +64,28 @@ function element(name: string, value: XmlValue): string {
     if (child === undefined) continue;
     if (key.startsWith('@_')) attributes += ` ${key.slice(2)}="${escapeXml(String(child))}"`;
     else if (key === '#text') children += escapeXml(String(child));
-    else children += element(key, child);
+    else children += xmlElement(key, child);
   }
-  return `<${name}${attributes}>${children}</${name}>`;
+  return [attributes, children];
 }
+
+const DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
 
 /** `{ Root: {...} }` → `<?xml ...?><Root xmlns="...">...</Root>`. Undefined children are left out. */
 export function toXml(rootName: string, body: XmlObject, xmlns = true): string {
   const root: XmlObject = xmlns ? { '@_xmlns': S3_XMLNS, ...body } : body;
-  return `<?xml version="1.0" encoding="UTF-8"?>\n${element(rootName, root)}`;
+  return `${DECLARATION}${xmlElement(rootName, root)}`;
+}
+
+/**
+ * toXml cut in two where more children go: `head` holds the declaration, the
+ * root's start tag and the children of `before`, `tail` the children of
+ * `after` and the end tag. A caller writes children of its own between them
+ * (a listing's entries copied from an upstream's bytes: s3/operations/listing-contents.ts).
+ */
+export function toXmlAround(rootName: string, before: XmlObject, after: XmlObject): { head: string; tail: string } {
+  const [attributes, children] = parts({ '@_xmlns': S3_XMLNS, ...before });
+  return { head: `${DECLARATION}<${rootName}${attributes}>${children}`, tail: `${parts(after)[1]}</${rootName}>` };
 }
 
 const parser = new XMLParser({

@@ -3,14 +3,15 @@
  * asked: s3/operations/list-objects.ts renders v1 or v2), with every ETag
  * rewritten to casket's: from the ETag index (etags.ts, one batched lookup
  * per page) when the upstream ETag is known, else by a HEAD of that key (written around casket, or by
- * another replica before it was indexed). The upstream's XML is scanned
- * rather than parsed in full (listing-xml.ts).
+ * another replica before it was indexed). The upstream's XML is scanned as
+ * bytes rather than parsed in full (listing-xml.ts), and the page goes back
+ * with the result, so the answer copies each indexed entry's bytes through.
  */
 import { compareKeys } from '../../vocabulary/names.js';
-import type { ListObjectsParams, ListObjectsResult, ObjectInfo } from '../types.js';
+import type { ListedSpans, ListObjectsParams, ListObjectsResult, ObjectInfo } from '../types.js';
 import { headBucket } from './buckets.js';
 import { unquote } from './capabilities.js';
-import { documentOf, readText, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
+import { documentOf, readBytes, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
 import { scanListing, type ListedObject, type UpstreamListing } from './listing-xml.js';
 import type { ETagResolver } from './etags.js';
 import type { Versions } from './versions.js';
@@ -26,10 +27,14 @@ export async function listObjects(client: UpstreamClient, etags: ETagResolver, v
     return { objects: [], commonPrefixes: [], isTruncated: false };
   }
   const req: UpstreamRequest = { method: 'GET', bucket, query };
-  const text = await readText(await client.ok(req));
+  const page = await readBytes(await client.ok(req), 64 * 1024 * 1024);
   // The plain form every S3 server sends, scanned; anything else parsed in full (listing-xml.ts).
-  const result: Partial<UpstreamListing> = scanListing(text) ?? rootOf<UpstreamListing>(documentOf(text, req));
-  const contents = (result.Contents ?? []).filter((c) => typeof c.Key === 'string');
+  const scanned = scanListing(page);
+  const result: Partial<UpstreamListing> = scanned ?? rootOf<UpstreamListing>(documentOf(page.toString('utf8'), req));
+  const listedSpans = scanned?.spans;
+  const keep = (result.Contents ?? []).map((c) => typeof c.Key === 'string');
+  const contents = (result.Contents ?? []).filter((_, i) => keep[i]);
+  const spansOf = listedSpans?.filter((_, i) => keep[i]);
   // One state-store round trip for the page's ETags, not one per key.
   const indexed = await etags.indexedMany(bucket, contents.map((c) => [c.Key!, unquote(c.ETag ?? '')] as const));
   const objects: Array<ObjectInfo | undefined> = contents.map((c, i) => {
@@ -45,9 +50,11 @@ export async function listObjects(client: UpstreamClient, etags: ETagResolver, v
   for (const [j, i] of missing.entries()) objects[i] = found[j] && { ...found[j]!, ...ownerOf(contents[i]!) };
   const commonPrefixes = (result.CommonPrefixes ?? []).map((p) => p.Prefix).filter((p): p is string => typeof p === 'string');
   const kept = objects.filter((o): o is ObjectInfo => o !== undefined);
+  // Spans only for the indexed entries: a HEAD's answer may differ from the page (a newer write).
+  const spans: Array<ListedSpans | undefined> | undefined = spansOf && objects.flatMap((o, i) => (o === undefined ? [] : [indexed[i] ? spansOf[i] : undefined]));
   const isTruncated = result.IsTruncated === 'true';
   const last = [...kept.map((o) => o.key), ...commonPrefixes].sort(compareKeys).at(-1);
-  return { objects: kept, commonPrefixes, isTruncated, ...(last !== undefined && { nextAfter: last }) };
+  return { objects: kept, commonPrefixes, isTruncated, ...(last !== undefined && { nextAfter: last }), ...(spans && { listed: { page, spans } }) };
 }
 
 function ownerOf(c: ListedObject): Pick<ObjectInfo, 'owner'> {

@@ -14,16 +14,14 @@
  * test_bucket_list_prefix_unreadable expects `<Prefix>` of a v1 listing raw.
  * Continuation tokens are opaque and never encoded.
  */
-import type { ListObjectsResult, ObjectInfo } from '../../backends/types.js';
-import { DISPLAY_NAMES } from '../../vocabulary/checksums.js';
-import { formatETag } from '../../vocabulary/etag.js';
+import type { ListObjectsResult } from '../../backends/types.js';
 import { listingURLEncode } from '../../vocabulary/url-encoding.js';
 import { S3Error } from '../../vocabulary/errors.js';
 import type { Handler, RequestContext } from '../context.js';
 import { requireBucket } from '../context.js';
-import { xmlDate, xmlResponse } from '../respond.js';
+import type { S3Response } from '../respond.js';
 import type { XmlObject } from '../../vocabulary/xml.js';
-import { OWNER } from './buckets.js';
+import { listingXml } from './listing-contents.js';
 
 export const MAX_KEYS = 1000;
 
@@ -40,19 +38,6 @@ export function encoder(ctx: RequestContext): (s: string) => string {
   return listingURLEncode;
 }
 
-function contents(objects: ObjectInfo[], ctx: RequestContext, enc: (s: string) => string, owner: boolean): XmlObject[] {
-  return objects.map((o) => ({
-    Key: enc(o.key),
-    LastModified: xmlDate(o.lastModified),
-    ETag: formatETag(o.etag, ctx.etagSuffix),
-    ...(o.checksum && { ChecksumAlgorithm: DISPLAY_NAMES[o.checksum.algorithm], ChecksumType: o.checksum.type }),
-    Size: o.size,
-    // In front of an upstream, its owner of the key, as its GetObjectAcl (forwarded) names it.
-    ...(owner && { Owner: o.owner ?? OWNER }),
-    StorageClass: 'STANDARD',
-  }));
-}
-
 async function list(ctx: RequestContext, backend: Parameters<Handler>[1]['backend'], after: string | undefined, maxKeys: number): Promise<ListObjectsResult> {
   const delimiter = ctx.query.get('delimiter') || undefined;
   return backend.listObjects(requireBucket(ctx), { prefix: ctx.query.get('prefix') ?? '', delimiter, after, maxKeys });
@@ -64,7 +49,7 @@ export const ListObjects: Handler = async (ctx, { backend }) => {
   const marker = ctx.query.get('marker') ?? '';
   const result = await list(ctx, backend, marker || undefined, maxKeys);
   const delimiter = ctx.query.get('delimiter') ?? undefined;
-  return xmlResponse('ListBucketResult', {
+  return answer(ctx, {
     Name: requireBucket(ctx),
     Prefix: ctx.query.get('prefix') ?? '',
     Marker: enc(marker),
@@ -74,10 +59,15 @@ export const ListObjects: Handler = async (ctx, { backend }) => {
     Delimiter: delimiter ? enc(delimiter) : undefined,
     IsTruncated: result.isTruncated,
     EncodingType: ctx.query.get('encoding-type') ?? undefined,
-    Contents: contents(result.objects, ctx, enc, true),
-    CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
-  });
+  }, result, enc, true);
 };
+
+/** The ListBucketResult: `before`, then the entries (listing-contents.ts), then the common prefixes. */
+function answer(ctx: RequestContext, before: XmlObject, result: ListObjectsResult, enc: (s: string) => string, owner: boolean): S3Response {
+  const encode = ctx.query.get('encoding-type') === null ? undefined : enc;
+  const body = listingXml('ListBucketResult', before, result, { CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })) }, { encode, owner, etagSuffix: ctx.etagSuffix });
+  return { status: 200, headers: { 'content-type': 'application/xml' }, body };
+}
 
 /** Continuation tokens are opaque to clients: the key to continue after, base64url. */
 function decodeToken(token: string): string {
@@ -94,7 +84,7 @@ export const ListObjectsV2: Handler = async (ctx, { backend }) => {
   const after = token !== null ? decodeToken(token) : startAfter || undefined;
   const result = await list(ctx, backend, after, maxKeys);
   const delimiter = ctx.query.get('delimiter') ?? undefined;
-  return xmlResponse('ListBucketResult', {
+  return answer(ctx, {
     Name: requireBucket(ctx),
     Prefix: enc(ctx.query.get('prefix') ?? ''),
     Delimiter: delimiter ? enc(delimiter) : undefined,
@@ -105,7 +95,5 @@ export const ListObjectsV2: Handler = async (ctx, { backend }) => {
     ContinuationToken: token ?? undefined,
     NextContinuationToken: result.isTruncated && result.nextAfter !== undefined ? Buffer.from(result.nextAfter, 'utf8').toString('base64url') : undefined,
     StartAfter: startAfter !== undefined ? enc(startAfter) : undefined,
-    Contents: contents(result.objects, ctx, enc, ctx.query.get('fetch-owner') === 'true'),
-    CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
-  });
+  }, result, enc, ctx.query.get('fetch-owner') === 'true');
 };

@@ -22,8 +22,9 @@ function full(text: string): UpstreamListing {
 describe('scanListing', () => {
   it('reads what the full parser reads: escaped, numeric and non-ASCII keys, prefixes, truncation', () => {
     const text = `${HEAD}<IsTruncated>true</IsTruncated>${entry('p/a&amp;b &lt;c&gt; &quot;d&quot; &apos;e&apos;')}${entry('p/ünï cødé ☃ 𝄞')}${entry('p/x', '&quot;0123-2&quot;')}<CommonPrefixes><Prefix>p/dir/</Prefix></CommonPrefixes><CommonPrefixes><Prefix>p/d&amp;r/</Prefix></CommonPrefixes><KeyCount>5</KeyCount></ListBucketResult>`;
-    const scanned = scanListing(text);
+    const { spans, ...scanned } = scanListing(text)!;
     expect(scanned).toEqual(full(text));
+    expect(spans).toHaveLength(3);
     expect(scanned!.Contents.map((c) => c.Key)).toEqual(['p/a&b <c> "d" \'e\'', 'p/ünï cødé ☃ 𝄞', 'p/x']);
     expect(scanned!.Contents[2]!.ETag).toBe('"0123-2"');
     expect(scanned!.Contents[0]!.Owner).toEqual({ ID: 'test', DisplayName: 't' });
@@ -38,7 +39,7 @@ describe('scanListing', () => {
 
   it('reads an empty page', () => {
     const text = `${HEAD}<IsTruncated>false</IsTruncated><KeyCount>0</KeyCount></ListBucketResult>`;
-    expect(scanListing(text)).toEqual({ Contents: [], CommonPrefixes: [], IsTruncated: 'false' });
+    expect(scanListing(text)).toEqual({ Contents: [], CommonPrefixes: [], IsTruncated: 'false', spans: [] });
   });
 
   it('gives up on anything but the plain form', () => {
