@@ -25,6 +25,7 @@ const TESTS: Record<string, string[]> = {
   rollback: [
     'test/rollback/breaks.test.ts',
     'test/rollback/changeset.test.ts',
+    'test/rollback/edges.test.ts',
     'test/rollback/plan.test.ts',
     'test/rollback/restore-condition.test.ts',
     'test/rollback/rollback.test.ts',
