@@ -28,6 +28,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/edges.test.ts',
     'test/rollback/plan.test.ts',
     'test/rollback/restore-condition.test.ts',
+    'test/rollback/same-entry.test.ts',
     'test/rollback/sources.test.ts',
     'test/rollback/rollback.test.ts',
     'test/rollback/versions.test.ts',
