@@ -7,14 +7,14 @@
  * of. In-process casket (helpers/in-process.ts): the backend is made to fail
  * from inside, and `npm run mutate:rooms` sees these tests.
  */
-import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { raw } from '../helpers/raw.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
 import { S3Error } from '../../src/vocabulary/errors.js';
-import { agentPut, content, keysOf } from './helpers.js';
+import { agentDelete, agentPut, content, keysOf } from './helpers.js';
 
 const bucket = 'edges';
 const stops: Array<() => Promise<void>> = [];
@@ -64,6 +64,8 @@ describe('rollback at its edges', () => {
     expect(k).toMatchObject({ key: 'plan.md', currentWriter: 'bob', diffContentType: expect.stringMatching(/^text\//) });
     expect(k!.diffTruncated).toBeUndefined();
     expect(k!.diff).toContain('+bob: step three');
+    // Its header names each side: alice's version, and bob's as bob's.
+    expect(k!.diff).toContain(`--- a/${bucket}/plan.md\t${k!.agentETag} (written by agent "alice")\n+++ b/${bucket}/plan.md\t${k!.currentETag} (written by agent "bob")\n`);
     expect(await text(person, 'plan.md')).toBe('step one\nalice: step two\nbob: step three\n');
   });
 
@@ -77,6 +79,70 @@ describe('rollback at its edges', () => {
     const answer = await rollback(c, { agent: 'alice', since, bucket });
     expect(answer.conflicts).toMatchObject([{ key: 'long.txt', diffTruncated: true }]);
     expect(Buffer.byteLength(answer.conflicts[0]!.diff!)).toBeLessThanOrEqual(400);
+  });
+
+  it('a key a person deleted since is a conflict naming the person; one alice deleted and a person wrote again, a diff from "deleted"', async () => {
+    const { c, alice, person } = await setup();
+    for (const k of ['gone', 'back']) await person.send(new PutObjectCommand({ Bucket: bucket, Key: k, Body: `${k}: the person's text\n` }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'gone', "gone: alice's text\n");
+    await agentDelete(alice, bucket, 'back');
+    await person.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'gone' }));
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'back', Body: 'back: written again\n' }));
+    const answer = await rollback(c, { agent: 'alice', since, bucket });
+    expect(answer.restored).toEqual([]);
+    const [back, gone] = answer.conflicts;
+    expect(gone).toMatchObject({ key: 'gone', currentETag: null, currentWriter: c.keys.person!.accessKeyId });
+    expect(gone!.diff).toContain(`+++ b/${bucket}/gone\t"deleted" (deleted)\n`);
+    expect(gone!.diff).toContain("-gone: alice's text");
+    expect(back).toMatchObject({ key: 'back', agentETag: null, currentWriter: c.keys.person!.accessKeyId });
+    expect(back!.diff).toContain(`--- a/${bucket}/back\t"deleted" (deleted)\n`);
+    expect(back!.diff).toContain('+back: written again');
+    expect(await text(person, 'gone')).toBeNull();
+    expect(await text(person, 'back')).toBe('back: written again\n');
+  });
+
+  it('until ends the window: a write after it is not undone, and the answer says the window', async () => {
+    const { c, alice, person } = await setup();
+    for (const k of ['early', 'late']) await person.send(new PutObjectCommand({ Bucket: bucket, Key: k, Body: `${k}: before` }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'early', 'early: alice');
+    await new Promise((r) => setTimeout(r, 5));
+    const until = new Date().toISOString();
+    await new Promise((r) => setTimeout(r, 5));
+    await agentPut(alice, bucket, 'late', 'late: alice');
+    const answer = await rollback(c, { agent: 'alice', since, until, bucket });
+    expect(answer).toMatchObject({ agent: 'alice', since, until, dryRun: false });
+    expect(keysOf(answer.restored)).toEqual(['early']);
+    expect([await text(person, 'early'), await text(person, 'late')]).toEqual(['early: before', 'late: alice']);
+  });
+
+  it('a dry run reads as nobody: it leaves the rollback agent no read stamps, and writes nothing', async () => {
+    const { c, alice, person } = await setup();
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'dry', Body: 'before' }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'dry', 'after');
+    const answer = await rollback(c, { agent: 'alice', since, bucket, dryRun: true });
+    expect(answer).toMatchObject({ dryRun: true, restored: [{ key: 'dry', action: 'put', source: 'retained' }] });
+    const stamps = await raw(c.url, c.admin, { method: 'GET', path: `/_casket/agents/${encodeURIComponent('rollback:alice')}/stamps` });
+    expect(stamps.status).toBe(200);
+    expect(stamps.body).not.toContain('dry');
+    expect(await text(person, 'dry')).toBe('after');
+  });
+
+  it('a key whose bucket is gone is unrecoverable, with S3\'s reason (NoSuchBucket)', async () => {
+    const { c, alice, person } = await setup();
+    const admin = sdk(c.url, c.admin);
+    stops.push(async () => admin.destroy());
+    await admin.send(new CreateBucketCommand({ Bucket: 'short-lived' }));
+    await person.send(new PutObjectCommand({ Bucket: 'short-lived', Key: 'k', Body: 'before' }));
+    const since = new Date().toISOString();
+    await agentPut(alice, 'short-lived', 'k', 'after');
+    await admin.send(new DeleteObjectCommand({ Bucket: 'short-lived', Key: 'k' }));
+    await admin.send(new DeleteBucketCommand({ Bucket: 'short-lived' }));
+    const answer = await rollback(c, { agent: 'alice', since });
+    expect(answer.conflicts).toEqual([]);
+    expect(answer.unrecoverable).toMatchObject([{ bucket: 'short-lived', key: 'k', reason: 'the current version could not be read (NoSuchBucket); nothing written' }]);
   });
 
   describe('a read the backend fails (500)', () => {
