@@ -23,6 +23,7 @@ const TESTS: Record<string, string[]> = {
     'test/console/views.test.ts',
   ],
   rollback: [
+    'test/rollback/behind-casket.test.ts',
     'test/rollback/breaks.test.ts',
     'test/rollback/changeset.test.ts',
     'test/rollback/edges.test.ts',
