@@ -145,6 +145,45 @@ describe('rollback at its edges', () => {
     expect(answer.unrecoverable).toMatchObject([{ bucket: 'short-lived', key: 'k', reason: 'the current version could not be read (NoSuchBucket); nothing written' }]);
   });
 
+  it('a current version larger than a diff is made of (1 MiB) is not held: the conflict comes without a diff', async () => {
+    const { c, alice, person } = await setup();
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'big.txt', Body: 'small\n' }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'big.txt', 'alice, small\n');
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'big.txt', Body: 'x'.repeat(1024 * 1024 + 1) }));
+    const answer = await rollback(c, { agent: 'alice', since, bucket });
+    expect(answer.conflicts).toHaveLength(1);
+    expect(answer.conflicts[0]).toMatchObject({ key: 'big.txt', currentETag: expect.stringMatching(/^"[0-9a-f]{64}"$/) });
+    expect(answer.conflicts[0]!.diff).toBeUndefined();
+  });
+
+  it('a read that fails inside casket (not an S3 error) is logged for the operator with its key, and the key is unrecoverable', async () => {
+    const { c, alice, person } = await setup();
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'broken', Body: 'before' }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'broken', 'after');
+    const { backend, log } = c.casket.services;
+    const getObject = backend.getObject.bind(backend);
+    backend.getObject = async (b, k, v) => (k === 'broken' ? Promise.reject(new Error('disk on fire')) : getObject(b, k, v));
+    const logged: Array<[unknown, unknown]> = [];
+    const error = log.error.bind(log);
+    log.error = ((obj: unknown, msg?: unknown) => {
+      logged.push([obj, msg]);
+      return error(obj as never, msg as never);
+    }) as typeof log.error;
+    try {
+      const answer = await rollback(c, { agent: 'alice', since, bucket });
+      expect(answer.unrecoverable).toMatchObject([{ key: 'broken', reason: 'the current version could not be read (InternalError); nothing written' }]);
+    } finally {
+      log.error = error;
+      backend.getObject = getObject;
+    }
+    const mine = logged.filter(([, msg]) => msg === 'rollback: request failed');
+    expect(mine.length).toBeGreaterThan(0);
+    expect(mine[0]![0]).toMatchObject({ bucket, key: 'broken', err: expect.objectContaining({ message: 'disk on fire' }) });
+    expect(await text(person, 'broken')).toBe('after');
+  });
+
   describe('a read the backend fails (500)', () => {
     /** The next `times` reads of `key` from the backend fail with InternalError (HTTP 500). */
     function failReads(c: InProcessCasket, key: string, times: number): () => number {
