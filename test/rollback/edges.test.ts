@@ -184,6 +184,29 @@ describe('rollback at its edges', () => {
     expect(await text(person, 'broken')).toBe('after');
   });
 
+  it('a restore the backend fails before it is decided (503 SlowDown) is unrecoverable with the reason, the key untouched; a rerun restores it', async () => {
+    const { c, alice, person } = await setup();
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'busy', Body: 'before' }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'busy', 'after');
+    // The changeset engine looks at the key's current version before deciding to write (src/changesets/commit.ts).
+    const backend = c.casket.services.backend;
+    const headObject = backend.headObject.bind(backend);
+    backend.headObject = async (b, k, v) => (k === 'busy' ? Promise.reject(new S3Error('SlowDown')) : headObject(b, k, v));
+    let answer: RollbackAnswer;
+    try {
+      answer = await rollback(c, { agent: 'alice', since, bucket });
+    } finally {
+      backend.headObject = headObject;
+    }
+    expect(answer.restored).toEqual([]);
+    expect(answer.unrecoverable).toMatchObject([{ key: 'busy', reason: 'the restore failed (SlowDown); nothing written, run the rollback again' }]);
+    expect(await text(person, 'busy')).toBe('after');
+    const again = await rollback(c, { agent: 'alice', since, bucket });
+    expect(keysOf(again.restored)).toEqual(['busy']);
+    expect(await text(person, 'busy')).toBe('before');
+  });
+
   describe('a read the backend fails (500)', () => {
     /** The next `times` reads of `key` from the backend fail with InternalError (HTTP 500). */
     function failReads(c: InProcessCasket, key: string, times: number): () => number {
