@@ -207,6 +207,26 @@ describe('rollback at its edges', () => {
     expect(await text(person, 'busy')).toBe('before');
   });
 
+  it('a restore the backend fails after the engine decided it still lands: the engine retries it (its staged bytes kept)', async () => {
+    const { c, alice, person } = await setup();
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'landing', Body: 'before' }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'landing', 'after');
+    const backend = c.casket.services.backend;
+    const putObject = backend.putObject.bind(backend);
+    let failed = 0;
+    backend.putObject = async (b, k, p, o) => (k === 'landing' && failed++ === 0 ? Promise.reject(new S3Error('SlowDown')) : putObject(b, k, p, o));
+    await rollback(c, { agent: 'alice', since, bucket });
+    expect(failed).toBe(1);
+    // The engine tries a decided changeset again a second later (src/changesets/commit.ts, finishLater).
+    let now: string | null = null;
+    for (let i = 0; i < 50 && now !== 'before'; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      now = await text(person, 'landing');
+    }
+    expect(now).toBe('before');
+  });
+
   describe('a read the backend fails (500)', () => {
     /** The next `times` reads of `key` from the backend fail with InternalError (HTTP 500). */
     function failReads(c: InProcessCasket, key: string, times: number): () => number {
