@@ -227,6 +227,28 @@ describe('rollback at its edges', () => {
     expect(now).toBe('before');
   });
 
+  it('an answer S3 gives by design (404 NoSuchKey for a key alice deleted) is not logged as a failed request', async () => {
+    const { c, alice, person } = await setup();
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'deleted', Body: 'before' }));
+    const since = new Date().toISOString();
+    await agentDelete(alice, bucket, 'deleted');
+    const { log } = c.casket.services;
+    const messages: unknown[] = [];
+    const error = log.error.bind(log);
+    log.error = ((obj: unknown, msg?: unknown) => {
+      messages.push(msg);
+      return error(obj as never, msg as never);
+    }) as typeof log.error;
+    try {
+      const answer = await rollback(c, { agent: 'alice', since, bucket });
+      expect(keysOf(answer.restored)).toEqual(['deleted']);
+    } finally {
+      log.error = error;
+    }
+    expect(messages).not.toContain('rollback: request failed');
+    expect(await text(person, 'deleted')).toBe('before');
+  });
+
   describe('a read the backend fails (500)', () => {
     /** The next `times` reads of `key` from the backend fail with InternalError (HTTP 500). */
     function failReads(c: InProcessCasket, key: string, times: number): () => number {
