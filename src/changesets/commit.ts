@@ -96,6 +96,18 @@ export class ChangesetRefused extends Error {
   }
 }
 
+/**
+ * Past the decision point, not all applied yet: casket applies the rest
+ * until it lands (finishLater, or recovery at the next start). A 503 to the
+ * client, which reads the keys again; a caller inside casket (rollback) knows
+ * the changeset lands.
+ */
+export class ChangesetLanding extends S3Error {
+  constructor(readonly id: string) {
+    super('ServiceUnavailable', `The changeset ${id} was decided, and its entries are being applied: it lands whole. Read its keys again shortly.`);
+  }
+}
+
 export interface ChangesetEngine {
   dir: ChangesetDir;
   /**
@@ -212,7 +224,7 @@ export async function commitChangeset(services: Services, engine: ChangesetEngin
         keepLocked = true;
         void finishLater(services, engine, caller, intent, hold);
         services.log.error({ err, changeset: id }, 'changeset decided but not all applied: retrying, its keys held until it lands');
-        throw new S3Error('ServiceUnavailable', `The changeset ${id} was decided, and its entries are being applied: it lands whole. Read its keys again shortly.`);
+        throw new ChangesetLanding(id);
       }
     } finally {
       if (!keepLocked) hold.release();

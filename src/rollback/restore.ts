@@ -12,7 +12,7 @@
  */
 import { Readable } from 'node:stream';
 import type { Credential } from '../auth/credentials.js';
-import { ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from '../changesets/commit.js';
+import { ChangesetLanding, ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from '../changesets/commit.js';
 import { accessFor } from '../s3/access.js';
 import type { Services } from '../s3/context.js';
 import { writeConditionsFrom } from '../s3/write.js';
@@ -28,6 +28,7 @@ export interface Restore {
 }
 
 export type RestoreOutcome =
+  /** Landed, or decided and landing (the engine finishes it: its keys are held until then). */
   | { landed: string }
   /** Nothing written: these keys were written since (the condition or the log said so). */
   | { refused: Array<{ bucket: string; key: string }> }
@@ -66,6 +67,8 @@ export async function commitRestores(services: Services, engine: ChangesetEngine
   } catch (e) {
     if (!handedOver) await engine.dir.discard(id);
     if (e instanceof ChangesetRefused) return { refused: e.refusals.map((r) => ({ bucket: r.bucket, key: r.key })) };
+    // Decided: the engine applies it until it lands (a restart's recovery included), so it is restored, not "nothing written".
+    if (e instanceof ChangesetLanding) return { landed: id };
     if (isS3Error(e)) return { failed: e.code };
     throw e;
   }

@@ -216,8 +216,11 @@ describe('rollback at its edges', () => {
     const putObject = backend.putObject.bind(backend);
     let failed = 0;
     backend.putObject = async (b, k, p, o) => (k === 'landing' && failed++ === 0 ? Promise.reject(new S3Error('SlowDown')) : putObject(b, k, p, o));
-    await rollback(c, { agent: 'alice', since, bucket });
+    const answer = await rollback(c, { agent: 'alice', since, bucket });
     expect(failed).toBe(1);
+    // Decided, so it lands: the answer says restored, not "nothing written, run the rollback again".
+    expect(keysOf(answer.restored)).toEqual(['landing']);
+    expect(answer.unrecoverable).toEqual([]);
     // The engine tries a decided changeset again a second later (src/changesets/commit.ts, finishLater).
     let now: string | null = null;
     for (let i = 0; i < 50 && now !== 'before'; i++) {
