@@ -115,6 +115,8 @@ export class SqliteStateStore implements StateStore {
    * between its GetObject and its answer, docs/performance.md "MCP tools").
    */
   private pendingStamps: PendingStamps = new Map();
+  /** Stamps written in one transaction, made once (a transaction function made per flush was 1.3% of a small read, --cpu-prof). */
+  private readonly stampsOnly: (stamps: PendingStamps) => void;
   /** The flush queued for the end of this turn, if one is (it clears this as it runs): one per turn, however many writes. */
   private flushing: NodeJS.Immediate | undefined;
   /** Touch order of stamps: the least recently touched is evicted first, even within one millisecond. */
@@ -194,6 +196,7 @@ export class SqliteStateStore implements StateStore {
       getReminderCursor: this.db.prepare<[string, number], { cursor: string }>('SELECT cursor FROM reminder_cursors WHERE agent = ? AND at >= ?'),
       putReminderCursor: this.db.prepare('INSERT OR REPLACE INTO reminder_cursors (agent, cursor, at) VALUES (?, ?, ?)'),
     };
+    this.stampsOnly = this.db.transaction((stamps: PendingStamps) => this.writeStamps(stamps));
     this.seq = (this.db.prepare('SELECT MAX(seq) AS seq FROM stamps').get() as { seq: number | null }).seq ?? 0;
     const newest = this.db.prepare('SELECT MAX(id) AS id, MAX(at) AS at FROM write_log').get() as { id: number | null; at: number | null };
     this.recent = new RecentLog(newest.id ?? 0, newest.at ?? -Infinity);
@@ -326,7 +329,7 @@ export class SqliteStateStore implements StateStore {
 
   async listStamps(agent: string): Promise<StampEntry[]> {
     // In the table's order (its collation, not JavaScript's): the stamps in memory go there first.
-    if (this.pendingStamps.size > 0) this.db.transaction((stamps: PendingStamps) => this.writeStamps(stamps))(this.takeStamps());
+    if (this.pendingStamps.size > 0) this.stampsOnly(this.takeStamps());
     return this.q.listStamps.all(agent, Date.now() - this.limits.ttlMs).map((row) => ({ bucket: row.bucket, key: row.key, stamp: toStamp(row) }));
   }
 
@@ -361,6 +364,12 @@ export class SqliteStateStore implements StateStore {
     const batch = this.pendingLog;
     const index = this.pendingIndex;
     const stamps = this.takeStamps();
+    if (batch.length === 0 && index.size === 0) {
+      // A turn of reads: their stamps alone, and one stamp is one statement, atomic on its own.
+      if (stamps.size === 1) this.writeStamps(stamps);
+      else this.stampsOnly(stamps);
+      return;
+    }
     this.pendingLog = [];
     this.pendingIndex = new Map();
     const added: number[] = [];

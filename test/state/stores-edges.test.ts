@@ -169,6 +169,14 @@ describe('sqlite store', () => {
     expect(await running.getStamp('alice', 'b', 'k')).toMatchObject({ etag: 'v1', full: true });
     await turn();
     expect(await afterCrash(path, (s) => s.getStamp('alice', 'b', 'k'))).toMatchObject({ etag: 'v1', full: true });
+    // Several reads in one turn (concurrent GETs): all of them.
+    await running.recordRead('alice', 'b', 'k2', { etag: 'v2', size: 10, start: 0, end: 10 });
+    await running.recordRead('bob', 'b', 'k', { etag: 'v1', size: 10, start: 0, end: 4 });
+    await turn();
+    expect(await afterCrash(path, async (s) => [await s.getStamp('alice', 'b', 'k2'), await s.getStamp('bob', 'b', 'k')])).toMatchObject([
+      { etag: 'v2', full: true },
+      { etag: 'v1', full: false, covered: [[0, 4]] },
+    ]);
   });
 
   it('a stamp forgotten in the turn it was set stays forgotten after a restart: a deleted read does not come back to allow a write', async () => {
