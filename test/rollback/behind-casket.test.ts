@@ -9,15 +9,12 @@
  * --agent-writes read-stamp, the rollback's own full read is what lets its
  * restore through the guard. In-process casket (helpers/in-process.ts).
  */
-import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sdk } from '../helpers/clients.js';
-import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
-import { raw } from '../helpers/raw.js';
-import type { RollbackAnswer } from '../../src/rollback/plan.js';
-import { agentDelete, agentPut, content, keysOf } from './helpers.js';
+import type { InProcessCasket } from '../helpers/in-process.js';
+import { agentDelete, agentPut, content, keysOf, inProcessWithBucket, postRollback } from './helpers.js';
 
 const bucket = 'behind';
 const stops: Array<() => Promise<void>> = [];
@@ -26,21 +23,11 @@ afterEach(async () => {
 });
 
 async function setup(flags: Record<string, string> = {}): Promise<{ c: InProcessCasket; alice: S3Client; person: S3Client }> {
-  const c = await startInProcess({ agents: ['alice'], keys: ['person'], flags });
-  stops.push(() => c.stop());
-  const admin = sdk(c.url, c.admin);
-  const alice = sdk(c.url, c.agents.alice!, { agentHeader: 'alice' });
-  const person = sdk(c.url, c.keys.person!);
-  stops.push(async () => [admin, alice, person].forEach((x) => x.destroy()));
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  return { c, alice, person };
+  const { c, agents, person } = await inProcessWithBucket(bucket, stops, ['alice'], flags);
+  return { c, alice: agents.alice!, person };
 }
 
-async function rollback(c: InProcessCasket, request: Record<string, unknown>): Promise<RollbackAnswer> {
-  const res = await raw(c.url, c.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
-  if (res.status !== 200) throw new Error(`rollback answered ${res.status}: ${res.body}`);
-  return JSON.parse(res.body) as RollbackAnswer;
-}
+const rollback = postRollback;
 
 /** When the rollback asks retention for the goal's bytes of `key` (the plan is made), run `write` first. */
 function between(c: InProcessCasket, key: string, write: () => Promise<unknown>): () => boolean {

@@ -10,11 +10,11 @@
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
-import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
+import type { InProcessCasket } from '../helpers/in-process.js';
 import { raw } from '../helpers/raw.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
 import { S3Error } from '../../src/vocabulary/errors.js';
-import { agentDelete, agentPut, content, keysOf } from './helpers.js';
+import { agentDelete, agentPut, content, keysOf, inProcessWithBucket, postRollback } from './helpers.js';
 
 const bucket = 'edges';
 const stops: Array<() => Promise<void>> = [];
@@ -31,22 +31,11 @@ interface Setup {
 }
 
 async function setup(flags: Record<string, string> = {}): Promise<Setup> {
-  const c = await startInProcess({ agents: ['alice', 'bob'], keys: ['person'], flags });
-  stops.push(() => c.stop());
-  const admin = sdk(c.url, c.admin);
-  const alice = sdk(c.url, c.agents.alice!, { agentHeader: 'alice' });
-  const bob = sdk(c.url, c.agents.bob!, { agentHeader: 'bob' });
-  const person = sdk(c.url, c.keys.person!);
-  stops.push(async () => [admin, alice, bob, person].forEach((x) => x.destroy()));
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  return { c, admin, alice, bob, person };
+  const { c, admin, agents, person } = await inProcessWithBucket(bucket, stops, ['alice', 'bob'], flags);
+  return { c, admin, alice: agents.alice!, bob: agents.bob!, person };
 }
 
-async function rollback(c: InProcessCasket, request: Record<string, unknown>): Promise<RollbackAnswer> {
-  const res = await raw(c.url, c.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
-  if (res.status !== 200) throw new Error(`rollback answered ${res.status}: ${res.body}`);
-  return JSON.parse(res.body) as RollbackAnswer;
-}
+const rollback = postRollback;
 
 const text = async (s3: S3Client, key: string) => (await content(s3, bucket, key))?.body.toString() ?? null;
 

@@ -5,13 +5,14 @@
  * run as the command-line tool against a running casket.
  */
 import {
-  CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand,
+  CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand,
   UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { spawn } from 'node:child_process';
 import { CLI, startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
-import { bytes } from '../helpers/clients.js';
-import { startInProcess } from '../helpers/in-process.js';
+import { bytes, sdk } from '../helpers/clients.js';
+import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
+import { raw } from '../helpers/raw.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
 
 export type RollbackCasket = Pick<RunningCasket, 'url' | 'dataDir' | 'admin' | 'agents' | 'keys' | 'stop'>;
@@ -88,3 +89,26 @@ export async function cliRollback(casket: Pick<RunningCasket, 'url' | 'admin'>, 
 }
 
 export const keysOf = (list: Array<{ key: string }>) => list.map((e) => e.key).sort();
+
+/**
+ * An in-process casket (so `npm run mutate:rooms` sees the rollback's code)
+ * with `agents`, a person's key and `bucket` made; its stop and its clients'
+ * are pushed on `stops`, for the file's afterEach.
+ */
+export async function inProcessWithBucket(bucket: string, stops: Array<() => Promise<void>>, agents: string[], flags: Record<string, string> = {}): Promise<{ c: InProcessCasket; admin: S3Client; agents: Record<string, S3Client>; person: S3Client }> {
+  const c = await startInProcess({ agents, keys: ['person'], flags });
+  stops.push(() => c.stop());
+  const admin = sdk(c.url, c.admin);
+  const clients = Object.fromEntries(agents.map((a) => [a, sdk(c.url, c.agents[a]!, { agentHeader: a })]));
+  const person = sdk(c.url, c.keys.person!);
+  stops.push(async () => [admin, person, ...Object.values(clients)].forEach((x) => x.destroy()));
+  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  return { c, admin, agents: clients, person };
+}
+
+/** POST /_casket/rollback as the admin: its answer, or an error naming any other status. */
+export async function postRollback(c: Pick<InProcessCasket, 'url' | 'admin'>, request: Record<string, unknown>): Promise<RollbackAnswer> {
+  const res = await raw(c.url, c.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
+  if (res.status !== 200) throw new Error(`rollback answered ${res.status}: ${res.body}`);
+  return JSON.parse(res.body) as RollbackAnswer;
+}

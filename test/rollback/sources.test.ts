@@ -5,16 +5,14 @@
  * nothing was retained, checked against their SHA-256 like retained bytes;
  * and the bucket's own versions of a key whose name S3's XML must escape.
  */
-import { CreateBucketCommand, PutBucketVersioningCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { PutBucketVersioningCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
-import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
-import { raw } from '../helpers/raw.js';
-import type { RollbackAnswer } from '../../src/rollback/plan.js';
-import { agentPut, content } from './helpers.js';
+import type { InProcessCasket } from '../helpers/in-process.js';
+import { agentPut, content, inProcessWithBucket, postRollback } from './helpers.js';
 
 const bucket = 'sources';
 const stops: Array<() => Promise<void>> = [];
@@ -23,21 +21,11 @@ afterEach(async () => {
 });
 
 async function setup(flags: Record<string, string>): Promise<{ c: InProcessCasket; alice: S3Client; person: S3Client }> {
-  const c = await startInProcess({ agents: ['alice'], keys: ['person'], flags });
-  stops.push(() => c.stop());
-  const admin = sdk(c.url, c.admin);
-  const alice = sdk(c.url, c.agents.alice!, { agentHeader: 'alice' });
-  const person = sdk(c.url, c.keys.person!);
-  stops.push(async () => [admin, alice, person].forEach((x) => x.destroy()));
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  return { c, alice, person };
+  const { c, agents, person } = await inProcessWithBucket(bucket, stops, ['alice'], flags);
+  return { c, alice: agents.alice!, person };
 }
 
-async function rollback(c: InProcessCasket, request: Record<string, unknown>): Promise<RollbackAnswer> {
-  const res = await raw(c.url, c.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
-  if (res.status !== 200) throw new Error(`rollback answered ${res.status}: ${res.body}`);
-  return JSON.parse(res.body) as RollbackAnswer;
-}
+const rollback = postRollback;
 
 const text = async (s3: S3Client, key: string) => (await content(s3, bucket, key))?.body.toString() ?? null;
 

@@ -14,16 +14,8 @@ import type { ListObjectsResult, ObjectInfo } from '../../src/backends/types.js'
 import { contentsEntry, listingXml, type ContentsOptions } from '../../src/s3/operations/listing-contents.js';
 import { listingURLEncode } from '../../src/vocabulary/url-encoding.js';
 import { toXml } from '../../src/vocabulary/xml.js';
+import { prng } from '../helpers/prng.js';
 
-/** mulberry32, so a failure names its seed. */
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Key text as upstreams write it: escaped (`&amp;`), numeric references (Go's `&#34;`, `&#xD;`), raw `"'>`, non-ASCII. */
 const KEY_PARTS = ['a', 'dir/', ' ', '+', '%', '&amp;', '&lt;', '&gt;', '&quot;', '&apos;', '"', "'", '>', '&#34;', '&#xD;', '&#10;', 'é', '漢', '🙂', '~'];

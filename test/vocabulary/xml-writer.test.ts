@@ -8,19 +8,11 @@
 import { XMLBuilder } from 'fast-xml-parser';
 import { describe, expect, it } from 'vitest';
 import { S3_XMLNS, parseXml, toXml, type XmlObject, type XmlValue } from '../../src/vocabulary/xml.js';
+import { prng } from '../helpers/prng.js';
 
 const reference = new XMLBuilder({ ignoreAttributes: false, attributeNamePrefix: '@_', suppressEmptyNode: false, suppressBooleanAttributes: false, processEntities: true });
 const referenceXml = (root: string, body: XmlObject) => `<?xml version="1.0" encoding="UTF-8"?>\n${reference.build({ [root]: { '@_xmlns': S3_XMLNS, ...body } }) as string}`;
 
-/** A small deterministic PRNG (mulberry32), so a failure names its seed. */
-function prng(seed: number): () => number {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = ['a', 'Z', '0', ' ', '/', '&', '<', '>', '"', "'", '&amp;', ';', '#', '\u0001', '\t', '\n', 'é', '漢', '🙂', '%20', ']]>'];
 const NAMES = ['Key', 'ETag', 'Size', 'Contents', 'Prefix', 'Owner', 'ID', 'Grant'];
