@@ -4,9 +4,9 @@
  * at it to see a body reach the upstream while the client is still sending.
  */
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
-import { connect, createServer, type Socket } from 'node:net';
 import { startCasket, type RunningCasket } from './casket.js';
 import { sdk } from './clients.js';
+import { tcpRelay } from './tcp-relay.js';
 import { startUpstream, upstreamKindFromEnv, type Upstream } from './upstream.js';
 
 export interface CountingRelay {
@@ -18,32 +18,14 @@ export interface CountingRelay {
 }
 
 export async function countingRelay(target: Upstream): Promise<CountingRelay> {
-  const to = new URL(target.url);
-  const sockets = new Set<Socket>();
   let sent = 0;
-  const server = createServer((inbound) => {
-    const outbound = connect(Number(to.port), to.hostname);
-    for (const s of [inbound, outbound]) {
-      sockets.add(s);
-      s.once('close', () => sockets.delete(s));
-      s.on('error', () => s.destroy());
-    }
+  const relay = await tcpRelay(target, (inbound, outbound) => {
     inbound.on('data', (d: Buffer) => (sent += d.length));
     inbound.pipe(outbound).pipe(inbound);
     inbound.once('close', () => outbound.destroy());
     outbound.once('close', () => inbound.destroy());
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as { port: number }).port;
-  return {
-    upstream: { ...target, url: `http://127.0.0.1:${port}`, stop: async () => {} },
-    sent: () => sent,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        for (const s of sockets) s.destroy();
-      }),
-  };
+  return { ...relay, sent: () => sent };
 }
 
 /** A casket in front of a real upstream (moto, or CASKET_TEST_UPSTREAM) through a counting relay, with `bucket` made. */

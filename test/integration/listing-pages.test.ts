@@ -9,12 +9,12 @@
  * 7-byte pieces, so a page arrives split inside its elements and references.
  */
 import { CreateBucketCommand, ListObjectsCommand, ListObjectsV2Command, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { connect, createServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
 import { raw } from '../helpers/raw.js';
 import { etagOf } from '../helpers/suite.js';
+import { tcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
 import { startUpstream, upstreamKindFromEnv, type Upstream } from '../helpers/upstream.js';
 
 const bucket = 'pages';
@@ -25,16 +25,8 @@ const PIECE = 7;
 const bodyOf = (key: string) => `body of ${key} `.repeat(1 + (key.length % 3));
 
 /** A relay to the upstream that hands casket every answer in 7-byte pieces, each on its own turn of the event loop. */
-async function choppingRelay(target: Upstream): Promise<{ upstream: Upstream; close(): Promise<void> }> {
-  const to = new URL(target.url);
-  const sockets = new Set<Socket>();
-  const server = createServer((inbound) => {
-    const outbound = connect(Number(to.port), to.hostname);
-    for (const s of [inbound, outbound]) {
-      sockets.add(s);
-      s.once('close', () => sockets.delete(s));
-      s.on('error', () => s.destroy());
-    }
+function choppingRelay(target: Upstream): Promise<TcpRelay> {
+  return tcpRelay(target, (inbound, outbound) => {
     inbound.pipe(outbound);
     // One piece per turn, in order, whatever the upstream's own chunks were.
     const queue: Buffer[] = [];
@@ -66,20 +58,11 @@ async function choppingRelay(target: Upstream): Promise<{ upstream: Upstream; cl
       if (!sending) inbound.end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as { port: number }).port;
-  return {
-    upstream: { ...target, url: `http://127.0.0.1:${port}`, stop: async () => {} },
-    close: async () => {
-      for (const s of sockets) s.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 describe('listings in front of an upstream', () => {
   let upstream: Upstream;
-  let relay: Awaited<ReturnType<typeof choppingRelay>>;
+  let relay: TcpRelay;
   let casket: RunningCasket;
   let s3: S3Client;
 
