@@ -13,6 +13,11 @@
  * any Streamable HTTP client sends, without a client library's own cost),
  * with a bearer token; the S3 side is bench/client.mjs, SigV4 signed.
  *
+ * The read pair runs once more against read-floor.mjs, a bare node:http
+ * server doing only what each answer needs (signature or token, the bytes,
+ * the JSON-RPC result in both views), in the same run: the floor under the
+ * ratio, what the two protocols cost against each other on this machine.
+ *
  *   node scripts/bench/mcp.mjs [--duration S] [--runs N] [--json FILE]
  *   (npm run bench runs it as its mcp phase)
  */
@@ -23,7 +28,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { S3Client } from './client.mjs';
-import { startCasket, stopAll } from './processes.mjs';
+import { startCasket, startReadFloor, stopAll } from './processes.mjs';
 import { fmt, median, percentile, table } from './stats.mjs';
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
@@ -164,37 +169,46 @@ export async function mcpBench(opts = {}) {
   const casket = await startCasket({ cli: join(ROOT, 'dist', 'cli.js'), dataDir: join(dir, 'data'), credentialsFile, logFile: join(dir, 'casket.log'), nodeArgs: process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=' + process.env.BENCH_PROF] : [] });
   const rows = [];
   const results = [];
+  /** Cells of one pair (S3 op, MCP op) at each concurrency, alternating, against the server at `url`. */
+  const pair = async (url, s3op, mcpop, label = '') => {
+    for (const c of CONCURRENCY) {
+      const ws = await workers(url, creds, c);
+      await run(s3op, ws, 1);
+      await run(mcpop, ws, 1);
+      const by = { [s3op]: [], [mcpop]: [] };
+      for (let r = 0; r < o.runs; r++) {
+        const order = r % 2 === 0 ? [s3op, mcpop] : [mcpop, s3op];
+        for (const op of order) by[op].push(await run(op, ws, o.duration));
+      }
+      const m = (op, k) => median(by[op].map((x) => x[k]));
+      for (const op of [s3op, mcpop]) rows.push([`${label}${op}`, String(c), fmt(m(op, 'rps'), 0), fmt(m(op, 'p50'), 2), fmt(m(op, 'p99'), 2), op === mcpop ? `${fmt(m(mcpop, 'p50') / m(s3op, 'p50'), 2)}×` : '']);
+      results.push({ s3: s3op, mcp: `${label}${mcpop}`, concurrency: c, s3p50: m(s3op, 'p50'), mcpP50: m(mcpop, 'p50'), ratio: m(mcpop, 'p50') / m(s3op, 'p50'), ...(label && { floor: true }) });
+      for (const w of ws) {
+        w.s3.close();
+        w.mcp.close();
+      }
+    }
+  };
   try {
     const adminClient = new S3Client(casket.url, admin);
     await adminClient.request('PUT', `/${BUCKET}`);
-    for (const [s3op, mcpop] of [['s3 GetObject', 'mcp read_text_file'], ['s3 GetObject + PutObject If-Match', 'mcp edit_file']]) {
-      for (const c of CONCURRENCY) {
-        const ws = await workers(casket.url, creds, c);
-        await run(s3op, ws, 1);
-        await run(mcpop, ws, 1);
-        const by = { [s3op]: [], [mcpop]: [] };
-        for (let r = 0; r < o.runs; r++) {
-          const order = r % 2 === 0 ? [s3op, mcpop] : [mcpop, s3op];
-          for (const op of order) by[op].push(await run(op, ws, o.duration));
-        }
-        const m = (op, k) => median(by[op].map((x) => x[k]));
-        for (const op of [s3op, mcpop]) rows.push([op, String(c), fmt(m(op, 'rps'), 0), fmt(m(op, 'p50'), 2), fmt(m(op, 'p99'), 2), op === mcpop ? `${fmt(m(mcpop, 'p50') / m(s3op, 'p50'), 2)}×` : '']);
-        results.push({ s3: s3op, mcp: mcpop, concurrency: c, s3p50: m(s3op, 'p50'), mcpP50: m(mcpop, 'p50'), ratio: m(mcpop, 'p50') / m(s3op, 'p50') });
-        for (const w of ws) {
-          w.s3.close();
-          w.mcp.close();
-        }
-      }
-    }
+    await pair(casket.url, 's3 GetObject', 'mcp read_text_file');
+    await pair(casket.url, 's3 GetObject + PutObject If-Match', 'mcp edit_file');
     adminClient.close();
+    // The same read pair against the floor (read-floor.mjs), in the same run: what the protocols cost against each other.
+    const floor = await startReadFloor({ dir, credentialsFile });
+    await pair(floor.url, 's3 GetObject', 'mcp read_text_file', 'floor: ');
   } finally {
     await stopAll();
     rmSync(dir, { recursive: true, force: true });
   }
+  const judged = results.filter((r) => !r.floor);
+  const floors = results.filter((r) => r.floor);
   const text = [
     `MCP tools vs S3, 10 KiB file (runs ${o.runs} × ${o.duration} s, medians; load average at start ${loadStart.map((x) => x.toFixed(2)).join(' ')}, at end ${loadavg().map((x) => x.toFixed(2)).join(' ')})`,
     table(['operation', 'c', 'req/s', 'p50 ms', 'p99 ms', 'MCP/S3 p50'], rows),
-    `goal: MCP ≤ 1.5× the S3 path's p50 — ${results.every((r) => r.ratio <= 1.5) ? 'met' : 'NOT met'} (${results.map((r) => `${r.mcp} c=${r.concurrency}: ${r.ratio.toFixed(2)}×`).join(', ')})`,
+    `goal: MCP ≤ 1.5× the S3 path's p50 — ${judged.every((r) => r.ratio <= 1.5) ? 'met' : 'NOT met'} (${judged.map((r) => `${r.mcp} c=${r.concurrency}: ${r.ratio.toFixed(2)}×`).join(', ')})`,
+    `floor (bare node:http doing only what each answer needs, read-floor.mjs): ${floors.map((r) => `read_text_file/GetObject c=${r.concurrency}: ${r.ratio.toFixed(2)}×`).join(', ')}`,
   ].join('\n');
   return { text, results, load: { start: loadStart, end: loadavg() } };
 }

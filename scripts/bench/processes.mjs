@@ -311,6 +311,11 @@ export async function startFileServer({ dir, root, timeoutMs = 10000 }) {
   return startScript('file-server', dir, [root], timeoutMs);
 }
 
+/** The least a read costs by S3 and by MCP, on bare node:http (read-floor.mjs): bench/mcp.mjs's floor. */
+export async function startReadFloor({ dir, credentialsFile, timeoutMs = 10000 }) {
+  return startScript('read-floor', dir, [credentialsFile], timeoutMs);
+}
+
 async function startScript(name, dir, args, timeoutMs, nodeArgs = []) {
   const port = await freePort();
   const logFile = join(dir, `${name}.log`);
