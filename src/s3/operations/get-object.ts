@@ -79,19 +79,34 @@ function headers(ctx: RequestContext, info: ObjectInfo, sel: Selection): { statu
  * out: a body that fails at once — an upstream version that changed between
  * casket's HEAD and GET — becomes a clean error response instead of a
  * truncated 200.
+ *
+ * Once it has bytes, an error listener stays on it: the stream reads ahead
+ * at once, and a failure in that read (a disk failing mid-read, an upstream
+ * reset after its first bytes) before the response's pipe or an in-process
+ * reader listens would otherwise be an uncaught exception, which ends the
+ * process and every request in it. The stream is destroyed with the error
+ * all the same (Readable.errored), so its consumer still fails: the client
+ * gets a cut answer, never a whole one.
  */
 async function primed(body: Readable): Promise<Readable> {
   await new Promise<void>((resolve, reject) => {
     const done = (err?: Error) => {
       body.off('readable', ready).off('end', ready).off('error', done);
       if (err) reject(err);
-      else resolve();
+      else {
+        // Now, not after the await: the read-ahead's failure comes in the same tick queue.
+        body.on('error', failedBeforeItsConsumer);
+        resolve();
+      }
     };
     const ready = () => done();
     body.once('readable', ready).once('end', ready).once('error', done);
   });
   return body;
 }
+
+/** See primed(): the consumer of the stream meets the error; this only keeps it from being uncaught. */
+function failedBeforeItsConsumer(): void {}
 
 export const GetObject: Handler = async (ctx, { backend, guard, log, retainer, gate }) => {
   const { bucket, key } = requireKey(ctx);
