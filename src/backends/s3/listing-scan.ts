@@ -15,8 +15,9 @@
  * Text is unescaped as XML 1.0 §4.6 and §4.1 say (the five predefined
  * entities, decimal and hex character references). Anything other than the
  * plain form S3 servers send — an <Error> body, CDATA, comments, attributes,
- * namespace prefixes or self-closing tags on the root's children or inside
- * an entry — returns undefined, and the caller parses the document in full.
+ * namespace prefixes, self-closing tags inside an entry — returns undefined,
+ * and the caller parses the document in full. A self-closing child of the
+ * root (moto's `<KeyMarker/>`) is passed over: no field read there is one.
  */
 import type { VersionSpans } from '../types.js';
 
@@ -92,6 +93,14 @@ export type Name = (typeof NAMES)[number];
 const NAME_BYTES = NAMES.map((n) => Buffer.from(n, 'latin1'));
 /** Any other element: passed over whole. */
 const OTHER = '*';
+/**
+ * A self-closing child (`<KeyMarker/>`, as moto writes the markers and
+ * Prefix it echoes). Only the root may have one, and the page reads as the
+ * full parser reads it: an empty element is an empty string, which no field
+ * casket reads of the root takes for a value (IsTruncated not 'true', a
+ * marker '' is none, an entry without a Key is dropped).
+ */
+const EMPTY = '/';
 
 function same(page: Buffer, at: number, name: Uint8Array, from = 0, length = name.length - from): boolean {
   for (let i = 0; i < length; i++) if (page[at + i] !== name[from + i]) return false;
@@ -113,7 +122,7 @@ class Children {
   end = 0;
   constructor(private readonly page: Buffer, public at: number) {}
 
-  next(): Name | typeof OTHER | '' | undefined {
+  next(): Name | typeof OTHER | typeof EMPTY | '' | undefined {
     const page = this.page;
     let at = this.at;
     while (at < page.length && isSpace(page[at]!)) at++;
@@ -126,6 +135,10 @@ class Children {
     }
     let gt = at + 1;
     while (gt < page.length && isNameByte(page[gt]!)) gt++;
+    if (page[gt] === SLASH && page[gt + 1] === GT && gt > at + 1) {
+      this.at = gt + 2;
+      return EMPTY;
+    }
     if (page[gt] !== GT || gt === at + 1) return undefined;
     this.nameStart = at + 1;
     this.open = gt;
@@ -196,7 +209,7 @@ function entry(page: Buffer, c: Children, into: ScannedEntries, scan: ScannedPag
   const spans: VersionSpans = { key: -1, keyEnd: -1, versionId: -1, versionIdEnd: -1, lastModified: -1, lastModifiedEnd: -1, size: -1, sizeEnd: -1, owner: -1, ownerEnd: -1 };
   const inner = new Children(page, c.at);
   for (let name = inner.next(); name !== ''; name = inner.next()) {
-    if (name === undefined) return false;
+    if (name === undefined || name === EMPTY) return false;
     if (name === 'Owner') {
       if (!owner(page, inner, o, spans, scan)) return false;
       continue;
@@ -262,7 +275,7 @@ function owner(page: Buffer, c: Children, o: ListedObject, spans: VersionSpans, 
   const ranges: Array<[string, number, number]> = [];
   let plain = true;
   for (let name = inner.next(); name !== ''; name = inner.next()) {
-    if (name === undefined) return false;
+    if (name === undefined || name === EMPTY) return false;
     if (name !== 'ID' && name !== 'DisplayName') {
       if (!inner.skip()) return false;
       plain = false;
@@ -308,6 +321,7 @@ export function scanPage(page: Buffer, root: string, entries: readonly Name[], l
   const c = new Children(page, at + 1);
   for (let name = c.next(); name !== ''; name = c.next()) {
     if (name === undefined) return undefined;
+    if (name === EMPTY) continue;
     const into = name === OTHER ? undefined : scan.entries[name];
     if (into !== undefined) {
       if (!entry(page, c, into, scan)) return undefined;
@@ -315,7 +329,7 @@ export function scanPage(page: Buffer, root: string, entries: readonly Name[], l
       const inner = new Children(page, c.at);
       let prefix: string | undefined;
       for (let child = inner.next(); child !== ''; child = inner.next()) {
-        if (child === undefined) return undefined;
+        if (child === undefined || child === EMPTY) return undefined;
         if (child !== 'Prefix') {
           if (!inner.skip()) return undefined;
           continue;
