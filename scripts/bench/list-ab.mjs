@@ -7,7 +7,11 @@
  * issue 42 asks every claim to be measured (docs/performance.md).
  *
  *   node scripts/bench/list-ab.mjs --upstream URL [--access-key K --secret-key S]
- *        [--rounds N] [--duration S] [--profile DIR] NAME=CLI [NAME=CLI ...]
+ *        [--rounds N] [--duration S] [--profile DIR] [--versions] NAME=CLI [NAME=CLI ...]
+ *
+ * --versions: ListObjectVersions of the same 1,000 keys instead, in a bucket
+ * of its own with versioning Enabled (casket-bench-versions), so the shared
+ * bench bucket's versioning is left as it is.
  *
  * NAME=CLI: a casket build to measure (its dist/cli.js; copy a build aside
  * to compare it with the working tree's). Each casket's 1,000 keys are
@@ -37,6 +41,7 @@ for (let i = 0; i < argv.length; i++) {
   else if (a === '--rounds') o.rounds = Number(next());
   else if (a === '--duration') o.duration = Number(next());
   else if (a === '--profile') o.profile = next();
+  else if (a === '--versions') o.versions = true;
   else if (/^[A-Za-z0-9_-]+=/.test(a)) o.builds.push([a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1)]);
   else throw new Error(`unknown argument ${a} (see the comment at the top of this file)`);
 }
@@ -50,20 +55,26 @@ const credentialsFile = join(tmp, 'credentials.json');
 writeFileSync(credentialsFile, JSON.stringify({ credentials: [{ accessKey: admin.accessKeyId, secretKey: admin.secretAccessKey }] }));
 for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => void stopAll().then(() => process.exit(1)));
 
+const bucket = o.versions ? 'casket-bench-versions' : undefined;
 try {
   const direct = new S3Client(o.upstream, up, {});
-  await createBucket(direct);
-  await preloadList(direct, 'd/', 1000);
+  await createBucket(direct, bucket);
+  if (bucket) {
+    const versioning = Buffer.from('<VersioningConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/"><Status>Enabled</Status></VersioningConfiguration>');
+    const res = await direct.request('PUT', `/${bucket}?versioning`, { body: versioning });
+    if (res.status !== 200) throw new Error(`PutBucketVersioning: HTTP ${res.status}`);
+  }
+  await preloadList(direct, 'd/', 1000, bucket);
   direct.close();
   mkdirSync(join(tmp, 'node-proxy'));
   const proxy = await startNodeProxy({ dir: join(tmp, 'node-proxy'), upstreamUrl: o.upstream });
-  const targets = [s3Target('node', { url: proxy.url, cred: up, prefix: 'o/', getPrefix: 'd/', pid: proxy.pid })];
+  const targets = [s3Target('node', { url: proxy.url, cred: up, prefix: 'o/', getPrefix: 'd/', pid: proxy.pid, ...(bucket && { bucket }) })];
   for (const [name, cli] of o.builds) {
     const base = { cli, dataDir: join(tmp, `casket-${name}`), credentialsFile, extraArgs: upstreamArgs(o.upstream, up) };
     const loader = await startCasket({ ...base, logFile: join(tmp, `casket-${name}-load.log`) });
     const client = new S3Client(loader.url, admin, {});
-    await createBucket(client).catch(() => {});
-    await preloadList(client, `c${name}/`, 1000);
+    await createBucket(client, bucket).catch(() => {});
+    await preloadList(client, `c${name}/`, 1000, bucket);
     client.close();
     await stop(loader.child);
     let nodeArgs = [];
@@ -72,9 +83,9 @@ try {
       nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${join(o.profile, name)}`];
     }
     const casket = await startCasket({ ...base, logFile: join(tmp, `casket-${name}.log`), nodeArgs });
-    targets.push(s3Target(name, { url: casket.url, cred: admin, prefix: `c${name}/`, pid: casket.pid }));
+    targets.push(s3Target(name, { url: casket.url, cred: admin, prefix: `c${name}/`, pid: casket.pid, ...(bucket && { bucket }) }));
   }
-  const cell = { op: 'ListObjectsV2', size: 0, keys: 1000, conc: 8, kind: 'list' };
+  const cell = { op: o.versions ? 'ListObjectVersions' : 'ListObjectsV2', size: 0, keys: 1000, conc: 8, kind: 'list', versions: o.versions };
   for (const t of targets) {
     const p = await t.prepare(cell);
     await measure(p.workers, 3, p.pid);

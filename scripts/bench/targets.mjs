@@ -56,15 +56,16 @@ export function s3Target(name, { url, cred, bucket = BUCKET, prefix, pid, signer
             return cell.size;
           };
         });
-      } else if (cell.op === 'ListObjectsV2') {
+      } else if (cell.op === 'ListObjectsV2' || cell.op === 'ListObjectVersions') {
         // One page of `cell.keys` keys (preloadList wrote them).
         workers = Array.from({ length: cell.conc }, () => {
-          const path = `/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(`${getPrefix ?? prefix}list/`)}`;
+          // cell.versions: ListObjectVersions of the same keys (list-ab.mjs --versions, a versioned bucket).
+          const path = `/${bucket}?${cell.versions ? 'versions' : 'list-type=2'}&max-keys=1000&prefix=${encodeURIComponent(`${getPrefix ?? prefix}list/`)}`;
           return async () => {
             const res = await client.request('GET', path, { collect: true, timeoutMs });
-            expectStatus(res, 200, 'ListObjectsV2');
+            expectStatus(res, 200, cell.op);
             const n = res.body.toString('utf8').split('<Key>').length - 1;
-            if (n !== cell.keys) throw new Error(`ListObjectsV2: ${n} keys, expected ${cell.keys}`);
+            if (n !== cell.keys) throw new Error(`${cell.op}: ${n} keys, expected ${cell.keys}`);
             return res.bytes;
           };
         });
@@ -290,21 +291,21 @@ export async function preloadGets(client, prefix, size, count) {
 }
 
 /** `count` empty objects under `prefix`list/, 8 PUTs at a time (skipped when a listing already shows them all). */
-export async function preloadList(client, prefix, count) {
-  const listed = await client.request('GET', `/${BUCKET}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(`${prefix}list/`)}`, { collect: true, timeoutMs: 60_000 });
+export async function preloadList(client, prefix, count, bucket = BUCKET) {
+  const listed = await client.request('GET', `/${bucket}?list-type=2&max-keys=1000&prefix=${encodeURIComponent(`${prefix}list/`)}`, { collect: true, timeoutMs: 60_000 });
   if (listed.status === 200 && listed.body.toString('utf8').split('<Key>').length - 1 === count) return;
   let next = 0;
   await Promise.all(
     Array.from({ length: 8 }, async () => {
       for (let i = next++; i < count; i = next++) {
-        const res = await client.request('PUT', `/${BUCKET}/${prefix}list/${String(i).padStart(5, '0')}`, { body: Buffer.alloc(0), timeoutMs: 60_000 });
+        const res = await client.request('PUT', `/${bucket}/${prefix}list/${String(i).padStart(5, '0')}`, { body: Buffer.alloc(0), timeoutMs: 60_000 });
         expectStatus(res, 200, `preload ${prefix}list/${i}`);
       }
     }),
   );
 }
 
-export async function createBucket(client) {
-  const res = await client.request('PUT', `/${BUCKET}`);
+export async function createBucket(client, bucket = BUCKET) {
+  const res = await client.request('PUT', `/${bucket}`);
   if (res.status !== 200 && !['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(errorCode(res.body))) expectStatus(res, 200, 'CreateBucket');
 }

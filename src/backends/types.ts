@@ -213,6 +213,8 @@ export interface ListVersionsResult {
   isTruncated: boolean;
   nextKeyMarker?: string;
   nextVersionIdMarker?: string;
+  /** In front of an upstream: its page, and for each entry the spans of its bytes the answer may copy (undefined: written from values). */
+  listed?: { page: Buffer; spans: Array<VersionSpans | undefined> };
 }
 
 /**
@@ -422,6 +424,12 @@ export interface ListedSpans {
   sizeEnd: number;
   owner: number;
   ownerEnd: number;
+}
+
+/** ListedSpans of a ListVersionsResult entry (<Version>, <DeleteMarker>): its VersionId too. */
+export interface VersionSpans extends ListedSpans {
+  versionId: number;
+  versionIdEnd: number;
 }
 
 export interface MultipartUploadInfo {

@@ -3,11 +3,13 @@
  * once per page, not once per key (backends/s3/listing.ts, etags.ts
  * indexedMany): observed on a real Redis through INFO commandstats
  * (https://redis.io/docs/latest/commands/info/), from a second casket that
- * shares the Redis but has none of the entries in its own memory. And a key
+ * shares the Redis but has none of the entries in its own memory — for
+ * ListObjectsV2 and for ListObjectVersions of a versioned bucket (the
+ * upstream's own version listing, backends/s3/version-reads.ts). And a key
  * rewritten behind casket's back shows the SHA-256 of what the upstream now
  * holds, in ListObjectsV2, ListObjects (v1) and ListObjectVersions alike.
  */
-import { CreateBucketCommand, ListObjectsCommand, ListObjectsV2Command, ListObjectVersionsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, ListObjectsCommand, ListObjectsV2Command, ListObjectVersionsCommand, PutBucketVersioningCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +21,7 @@ import { startUpstream, upstreamKindFromEnv, type Upstream } from '../helpers/up
 
 const N = 30;
 const bucket = 'lookups';
+const versioned = 'lookups-versioned';
 const sha256 = (s: string) => `"${createHash('sha256').update(s).digest('hex')}"`;
 const keys = Array.from({ length: N }, (_, i) => `dir/k${String(i).padStart(2, '0')}`);
 
@@ -41,6 +44,9 @@ describe.runIf(need('redis-server', hasRedis()))('listing ETags from the state s
     const admin = sdk(one.url, one.admin);
     await admin.send(new CreateBucketCommand({ Bucket: bucket }));
     for (const key of keys) await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `body of ${key}` }));
+    await admin.send(new CreateBucketCommand({ Bucket: versioned }));
+    await admin.send(new PutBucketVersioningCommand({ Bucket: versioned, VersioningConfiguration: { Status: 'Enabled' } }));
+    for (const key of keys) await admin.send(new PutObjectCommand({ Bucket: versioned, Key: key, Body: `version of ${key}` }));
   });
   afterAll(async () => {
     direct?.destroy();
@@ -68,6 +74,18 @@ describe.runIf(need('redis-server', hasRedis()))('listing ETags from the state s
     const listed = [...(first.Contents ?? []), ...(second.Contents ?? [])];
     expect(listed.map((o) => o.Key)).toEqual(keys);
     expect(listed.map((o) => o.ETag)).toEqual(keys.map((k) => sha256(`body of ${k}`)));
+    expect(reads).toBe(2);
+  });
+
+  it(`ListObjectVersions of a versioned bucket of ${N} keys costs one state-store lookup per page, not one per version`, async () => {
+    const s3 = sdk(two.url, one.admin);
+    await stats.config('RESETSTAT');
+    const first = await s3.send(new ListObjectVersionsCommand({ Bucket: versioned, MaxKeys: N / 2 }));
+    const second = await s3.send(new ListObjectVersionsCommand({ Bucket: versioned, MaxKeys: N / 2, KeyMarker: first.NextKeyMarker, VersionIdMarker: first.NextVersionIdMarker }));
+    const reads = await indexReads();
+    const listed = [...(first.Versions ?? []), ...(second.Versions ?? [])];
+    expect(listed.map((v) => v.Key)).toEqual(keys);
+    expect(listed.map((v) => v.ETag)).toEqual(keys.map((k) => sha256(`version of ${k}`)));
     expect(reads).toBe(2);
   });
 

@@ -11,6 +11,8 @@
  * - ListObjectVersions of a bucket with versioning goes upstream (?versions)
  *   and every version's ETag is rewritten to casket's the same way; delete
  *   markers, version ids, IsLatest and the paging markers are the upstream's.
+ *   The page is scanned as bytes (version-listing-xml.ts), not parsed, and goes
+ *   back with the result so the answer copies each entry's bytes through.
  *   A bucket that never had versioning is listed from ListObjectsV2
  *   (s3/operations/list-object-versions.ts): one GetBucketVersioning decides.
  * - A key whose current version is a delete marker: the upstream's 404 says
@@ -21,7 +23,9 @@ import { S3Error } from '../../vocabulary/errors.js';
 import { validateKey } from '../../vocabulary/names.js';
 import type { ByteRange, ListVersionsParams, ListVersionsResult, ObjectInfo, ObjectReader, VersionEntry } from '../types.js';
 import { unquote } from './capabilities.js';
-import { drain, errorFrom, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
+import { documentOf, drain, errorFrom, readBytes, rootOf, type UpstreamClient, type UpstreamRequest } from './client.js';
+import type { ListedObject } from './listing-scan.js';
+import { scanVersionListing } from './version-listing-xml.js';
 import type { ETagResolver } from './etags.js';
 import { PassThrough, type Readable } from 'node:stream';
 
@@ -106,14 +110,20 @@ export class VersionReads {
     if (params.delimiter) query.delimiter = params.delimiter;
     if (params.keyMarker) query['key-marker'] = params.keyMarker;
     if (params.versionIdMarker) query['version-id-marker'] = params.versionIdMarker;
-    const { doc } = await this.client.xml({ method: 'GET', bucket, query });
-    interface Listed { Key?: string; VersionId?: string; IsLatest?: string; LastModified?: string; ETag?: string; Size?: string; Owner?: { ID?: string; DisplayName?: string } }
-    const result = rootOf<{ Version?: Listed | Listed[]; DeleteMarker?: Listed | Listed[]; CommonPrefixes?: Array<{ Prefix?: string }>; IsTruncated?: string; NextKeyMarker?: string; NextVersionIdMarker?: string }>(doc);
+    const req: UpstreamRequest = { method: 'GET', bucket, query };
+    const page = await readBytes(await this.client.ok(req), 64 * 1024 * 1024);
+    // The plain form every S3 server sends, scanned; anything else parsed in full (version-listing-xml.ts).
+    const scanned = scanVersionListing(page);
+    type Listed = ListedObject;
+    const result = scanned ?? rootOf<{ Version?: Listed | Listed[]; DeleteMarker?: Listed | Listed[]; CommonPrefixes?: Array<{ Prefix?: string }>; IsTruncated?: string; NextKeyMarker?: string; NextVersionIdMarker?: string }>(documentOf(page.toString('utf8'), req));
     const many = <T>(x: T | T[] | undefined): T[] => (x === undefined ? [] : Array.isArray(x) ? x : [x]);
     // The upstream's owner, as its GetObjectAcl answers it (forwarded: passthrough).
     const owner = (v: Listed) => (typeof v.Owner?.ID === 'string' ? { owner: { ID: v.Owner.ID, DisplayName: typeof v.Owner.DisplayName === 'string' ? v.Owner.DisplayName : '' } } : {});
     const entry = (v: Listed): VersionEntry => ({ key: v.Key!, versionId: v.VersionId ?? 'null', isLatest: v.IsLatest === 'true', lastModified: v.LastModified ? new Date(v.LastModified) : new Date(0), ...owner(v) });
-    const versions = many(result.Version).filter((v) => typeof v.Key === 'string');
+    const allVersions = many(result.Version);
+    const keep = allVersions.map((v) => typeof v.Key === 'string');
+    const versions = allVersions.filter((_, i) => keep[i]);
+    const versionSpans = scanned?.versionSpans.filter((_, i) => keep[i]);
     const entries: VersionEntry[] = [];
     // One state-store round trip for the page's ETags, not one per version.
     const indexed = await this.etags.indexedMany(bucket, versions.map((v) => [v.Key!, unquote(v.ETag ?? '')] as const));
@@ -132,7 +142,11 @@ export class VersionReads {
         )),
       );
     }
-    entries.push(...many(result.DeleteMarker).filter((m) => typeof m.Key === 'string').map(entry));
+    const markers = many(result.DeleteMarker);
+    const keepMarker = markers.map((m) => typeof m.Key === 'string');
+    entries.push(...markers.filter((_, i) => keepMarker[i]).map(entry));
+    // Spans only for indexed versions (a HEAD's answer may differ from the page: a newer write) and for every delete marker.
+    const spans = scanned && [...(versionSpans ?? []).map((s, i) => (indexed[i] ? s : undefined)), ...scanned.deleteMarkerSpans.filter((_, i) => keepMarker[i])];
     const commonPrefixes = (result.CommonPrefixes ?? []).map((p) => p.Prefix).filter((p): p is string => typeof p === 'string');
     return {
       entries,
@@ -140,6 +154,7 @@ export class VersionReads {
       isTruncated: result.IsTruncated === 'true',
       ...(typeof result.NextKeyMarker === 'string' && result.NextKeyMarker !== '' && { nextKeyMarker: result.NextKeyMarker }),
       ...(typeof result.NextVersionIdMarker === 'string' && result.NextVersionIdMarker !== '' && { nextVersionIdMarker: result.NextVersionIdMarker }),
+      ...(spans && { listed: { page, spans } }),
     };
   }
 }

@@ -23,17 +23,17 @@
  * the upstream's own versions with every ETag rewritten to casket's
  * (backends/s3/version-reads.ts); one that never had versioning lists as above,
  * from ListObjectsV2, so no upstream quirk of its version listing shows.
+ * Either way the entries are written by version-entries.ts, copying the
+ * upstream page's bytes where they are exactly the writer's.
  */
+import type { ListVersionsResult } from '../../backends/types.js';
 import { S3Error } from '../../vocabulary/errors.js';
-import { formatETag } from '../../vocabulary/etag.js';
+import type { XmlObject } from '../../vocabulary/xml.js';
 import type { Handler } from '../context.js';
+import type { S3Response } from '../respond.js';
 import { requireBucket } from '../context.js';
-import { xmlDate, xmlResponse } from '../respond.js';
-import { OWNER } from './buckets.js';
 import { encoder, parseMaxKeys } from './list-objects.js';
-
-/** The one version an object of an unversioned bucket has. */
-const NULL_VERSION = 'null';
+import { NULL_VERSION, nullVersions, versionsXml, type VersionsOptions } from './version-entries.js';
 
 export const ListObjectVersions: Handler = async (ctx, { backend }) => {
   const bucket = requireBucket(ctx);
@@ -47,8 +47,10 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
     throw new S3Error('InvalidArgument', { message: 'A version-id marker cannot be specified without a key marker.', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
   }
   const result = await backend.listObjectVersions?.(bucket, { prefix, ...(delimiter !== undefined && { delimiter }), keyMarker, versionIdMarker, maxKeys });
+  const encode = ctx.query.get('encoding-type') === null ? undefined : enc;
+  const options = { ...(encode && { encode }), etagSuffix: ctx.etagSuffix };
   if (result) {
-    return xmlResponse('ListVersionsResult', {
+    return answer({
       Name: bucket,
       Prefix: enc(prefix),
       KeyMarker: enc(keyMarker),
@@ -59,26 +61,7 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
       Delimiter: delimiter !== undefined ? enc(delimiter) : undefined,
       IsTruncated: result.isTruncated,
       EncodingType: ctx.query.get('encoding-type') ?? undefined,
-      // S3 lists versions and markers apart, each in listing order; clients merge them by key.
-      Version: result.entries.filter((e) => e.info).map((e) => ({
-        Key: enc(e.key),
-        VersionId: e.versionId,
-        IsLatest: e.isLatest,
-        LastModified: xmlDate(e.lastModified),
-        ETag: formatETag(e.info!.etag, ctx.etagSuffix),
-        Size: e.info!.size,
-        Owner: e.owner ?? OWNER,
-        StorageClass: 'STANDARD',
-      })),
-      DeleteMarker: result.entries.filter((e) => !e.info).map((e) => ({
-        Key: enc(e.key),
-        VersionId: e.versionId,
-        IsLatest: e.isLatest,
-        LastModified: xmlDate(e.lastModified),
-        Owner: e.owner ?? OWNER,
-      })),
-      CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
-    });
+    }, result, enc, options);
   }
   if (versionIdMarker !== '' && versionIdMarker !== NULL_VERSION) {
     throw new S3Error('InvalidArgument', { message: 'Invalid version id specified', fields: { ArgumentName: 'version-id-marker', ArgumentValue: versionIdMarker } });
@@ -87,7 +70,8 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
   const listed = await backend.listObjects(bucket, { prefix, delimiter, after: keyMarker || undefined, maxKeys });
   const next = listed.isTruncated ? listed.nextAfter : undefined;
   const nextIsPrefix = next !== undefined && listed.commonPrefixes.includes(next);
-  return xmlResponse('ListVersionsResult', {
+  const versions = nullVersions(listed);
+  return answer({
     Name: bucket,
     Prefix: enc(prefix),
     KeyMarker: enc(keyMarker),
@@ -98,16 +82,11 @@ export const ListObjectVersions: Handler = async (ctx, { backend }) => {
     Delimiter: delimiter !== undefined ? enc(delimiter) : undefined,
     IsTruncated: listed.isTruncated,
     EncodingType: ctx.query.get('encoding-type') ?? undefined,
-    Version: listed.objects.map((o) => ({
-      Key: enc(o.key),
-      VersionId: NULL_VERSION,
-      IsLatest: true,
-      LastModified: xmlDate(o.lastModified),
-      ETag: formatETag(o.etag, ctx.etagSuffix),
-      Size: o.size,
-      Owner: OWNER,
-      StorageClass: 'STANDARD',
-    })),
-    CommonPrefixes: listed.commonPrefixes.map((p) => ({ Prefix: enc(p) })),
-  });
+  }, versions, enc, options);
 };
+
+/** The ListVersionsResult: `before`, the versions and delete markers (version-entries.ts), the common prefixes. */
+function answer(before: XmlObject, result: ListVersionsResult, enc: (s: string) => string, options: VersionsOptions): S3Response {
+  const body = versionsXml(before, result, { CommonPrefixes: result.commonPrefixes.map((p) => ({ Prefix: enc(p) })) }, options);
+  return { status: 200, headers: { 'content-type': 'application/xml' }, body };
+}

@@ -40,7 +40,7 @@ export function contentsEntry(o: ObjectInfo, options: ContentsOptions): XmlObjec
 }
 
 /** A growing buffer of bytes. */
-class Bytes {
+export class Bytes {
   buf: Buffer;
   at = 0;
   constructor(size: number) {
@@ -94,6 +94,14 @@ const T = {
 /** A quoted ETag of printable ASCII with nothing the writer escapes inside its quotes (casket's: hex, maybe `-N`). */
 const ASCII_ETAG = /^"[\x20-\x21\x23-\x25\x28-\x3b\x3d\x3f-\x7e]*"$/;
 
+/** The text of casket's ETag element between its `&quot;`s, as the writer escapes formatETag's quoted form. */
+export function etagText(out: Bytes, etag: string, etagSuffix: boolean): void {
+  // formatETag quoted: `"` is the one character of it the writer escapes.
+  const quoted = formatETag(etag, etagSuffix);
+  if (ASCII_ETAG.test(quoted)) out.ascii(quoted.slice(1, -1));
+  else out.text(escapeXml(quoted).slice(6, -6));
+}
+
 function copyable(s: ListedSpans | undefined, options: ContentsOptions): s is ListedSpans {
   return s !== undefined && (options.encode !== undefined || s.key >= 0) && s.lastModified >= 0 && s.size >= 0;
 }
@@ -120,10 +128,7 @@ export function listingXml(rootName: string, before: XmlObject, result: ListObje
     out.bytes(T.keyLastModified);
     out.copy(page, s.lastModified, s.lastModifiedEnd);
     out.bytes(T.lastModifiedETag);
-    // formatETag quoted: `"` is the one character of it the writer escapes.
-    const etag = formatETag(o.etag, options.etagSuffix);
-    if (ASCII_ETAG.test(etag)) out.ascii(etag.slice(1, -1));
-    else out.text(escapeXml(etag).slice(6, -6));
+    etagText(out, o.etag, options.etagSuffix);
     out.bytes(T.etagEnd);
     if (o.checksum) out.text(xmlElement('ChecksumAlgorithm', DISPLAY_NAMES[o.checksum.algorithm]) + xmlElement('ChecksumType', o.checksum.type));
     out.bytes(T.size);
