@@ -172,10 +172,15 @@ class TargetWorker {
         clearTimeout(timer);
         this.abort.signal.removeEventListener('abort', stop);
       }
+      // Stopped mid-attempt (a reload, casket closing): not the receiver's failure, and no backoff to sit out — the
+      // sleep below is woken only by a stop that comes during it, so a stop before it would hold configure() for up to maxBackoffMs.
+      if (this.stopped) return false;
       this.counters.failed(this.target.name);
       if (attempt === attempts) break;
-      this.logger.info({ target: this.target.name, eventId: event.id, attempt, why }, 'webhook delivery failed; retrying');
-      await this.sleep(Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs), false);
+      // The wait is in the line: an operator sees the backoff a failing receiver gets.
+      const retryInMs = Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs);
+      this.logger.info({ target: this.target.name, eventId: event.id, attempt, why, retryInMs }, 'webhook delivery failed; retrying');
+      await this.sleep(retryInMs, false);
     }
     if (this.stopped) return false;
     this.counters.dropped(this.target.name);
