@@ -57,6 +57,67 @@ describe.each(logs)('%s event log', (_, open) => {
   });
 });
 
+describe('where a log starts forgetting, exactly', () => {
+  const ids = (page: { events: Array<{ id: string }> }) => page.events.map((e) => Number(e.id));
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+  it('memory: past the cap and its slack of 1,024 it keeps the newest `max`; a cursor just before them has lost nothing', async () => {
+    const log = new MemoryEventLog(4);
+    expect(await log.head()).toBe('0');
+    expect(await log.read('0', 10)).toEqual({ events: [], lost: false });
+    for (let i = 1; i <= 1028; i++) await log.append(record(`k${i}`));
+    // At the cap plus its slack nothing is forgotten yet.
+    expect(ids(await log.read('0', 2))).toEqual([1, 2]);
+    await log.append(record('k1029'));
+    expect(await log.head()).toBe('1029');
+    const edge = await log.read('1025', 10);
+    expect([ids(edge), edge.lost]).toEqual([range(1026, 1029), false]);
+    const behind = await log.read('1024', 10);
+    expect([ids(behind), behind.lost]).toEqual([range(1026, 1029), true]);
+    expect(ids(await log.read('1026', 2))).toEqual([1027, 1028]);
+    expect(await log.read('1029', 10)).toEqual({ events: [], lost: false });
+    // A cursor ahead of the log (another log's, before a restart): lost, and nothing to send.
+    expect(await log.read('1030', 10)).toEqual({ events: [], lost: true });
+  });
+
+  it('memory: a cursor ahead of an empty log has lost what it missed', async () => {
+    expect(await new MemoryEventLog().read('1', 10)).toEqual({ events: [], lost: true });
+  });
+
+  it('sqlite: every 512 appends it forgets past the cap; ids go on after a reopen, and the TTL forgets on opening', async () => {
+    const path = join(mkdtempSync(join(dir, 'edge-')), 'events.db');
+    const log = new SqliteEventLog(path, 3600_000, 4);
+    expect(await log.head()).toBe('0');
+    expect(await log.read('0', 10)).toEqual({ events: [], lost: false });
+    for (let i = 1; i <= 511; i++) await log.append(record(`k${i}`));
+    expect(ids(await log.read('0', 2))).toEqual([1, 2]);
+    await log.append(record('k512'));
+    const edge = await log.read('508', 10);
+    expect([ids(edge), edge.lost]).toEqual([range(509, 512), false]);
+    const behind = await log.read('507', 10);
+    expect([ids(behind), behind.lost]).toEqual([range(509, 512), true]);
+    expect(await log.read('512', 10)).toEqual({ events: [], lost: false });
+    expect(await log.read('513', 10)).toEqual({ events: [], lost: true });
+    await log.close();
+    // Reopened with a TTL every kept event is past: forgotten at once, and the next id is still 513.
+    await new Promise((r) => setTimeout(r, 5));
+    const again = new SqliteEventLog(path, 1, 4);
+    expect(await again.head()).toBe('512');
+    const gone = await again.read('508', 10);
+    expect(gone).toEqual({ events: [], lost: true });
+    await again.append(record('k513'));
+    expect(ids(await again.read('512', 10))).toEqual([513]);
+    await again.close();
+  });
+
+  it.each(logs)('%s: takes as a Last-Event-ID only an integer of 1 to 15 digits', (_, open) => {
+    const log = open(10);
+    for (const id of ['0', '7', '123456789012345']) expect(log.validId(id), id).toBe(true);
+    for (const id of ['', '1234567890123456', '1-0', 'x1', '1x', ' 1', '-1', '1.5']) expect(log.validId(id), id).toBe(false);
+    void log.close();
+  });
+});
+
 describe('the stream over a log that forgot', () => {
   const read = async (res: Response, until: (text: string) => boolean): Promise<string> => {
     const reader = res.body!.getReader();
