@@ -57,6 +57,24 @@ describe.each(logs)('%s event log', (_, open) => {
   });
 });
 
+describe.each(logs)('%s event log, told of appends', (_, open) => {
+  it('tells every listener of each append; one that throws fails neither the append nor the others; one that left hears no more', async () => {
+    const log = open(100);
+    const heard: string[] = [];
+    const offA = log.onAppend(() => heard.push('a'));
+    log.onAppend(() => {
+      throw new Error('a reader failed');
+    });
+    log.onAppend(() => heard.push('c'));
+    await log.append(record('one'));
+    expect(heard).toEqual(['a', 'c']);
+    offA();
+    await log.append(record('two'));
+    expect(heard).toEqual(['a', 'c', 'c']);
+    await log.close();
+  });
+});
+
 describe('where a log starts forgetting, exactly', () => {
   const ids = (page: { events: Array<{ id: string }> }) => page.events.map((e) => Number(e.id));
   const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
