@@ -165,6 +165,49 @@ describe('a webhook target', () => {
     expect(seen.counts).toEqual({ pushed: 1, failed: 0, dropped: 0 });
   }, 15_000);
 
+  it('at a port nobody listens on: each failure says why (the connection refused), and the event is dropped', async () => {
+    const { receiver, log, hooks, seen, notifications } = await setup({ attempts: 2 });
+    const closed = new URL(receiver.url);
+    await receiver.close();
+    await hooks.configure({ ...notifications, webhooks: [{ ...notifications.webhooks[0]!, url: closed.href }] });
+    await until(async () => (await log.getCursor('hook')) !== undefined, 'the new target to take its cursor');
+    await log.append(put('nobody'));
+    await until(() => seen.counts.dropped === 1, 'the event dropped');
+    expect(seen.lines.filter((l) => l.message === 'webhook delivery failed; retrying').map((l) => l.fields.why)).toEqual([`connect ECONNREFUSED 127.0.0.1:${closed.port}`]);
+    expect(await log.getCursor('hook')).toBe('1');
+  });
+
+  it('whose cursor the log does not know (another log, a replaced data dir) is warned of, and goes on from what comes next', async () => {
+    const { receiver, log, hooks, seen, notifications } = await setup({});
+    await log.setCursor('hook', '7');
+    await hooks.configure(notifications);
+    await until(async () => (await log.getCursor('hook')) === '0', 'the cursor moved to the head');
+    expect(seen.lines.filter((l) => l.message === 'webhook: events after the cursor were forgotten before delivery').map((l) => [l.level, l.fields.target, l.fields.after])).toEqual([['warn', 'hook', '7']]);
+    await log.append(put('next'));
+    await until(() => seen.counts.pushed === 1, 'the next event delivered');
+    expect(keys(receiver)).toEqual(['next']);
+  });
+
+  it('waits out a log that is out of reach (Redis down), said so, and delivers once it is back', async () => {
+    const log = new MemoryEventLog();
+    const read = log.read.bind(log);
+    let down = true;
+    log.read = async (after, limit) => {
+      if (down) throw new Error('connect ECONNREFUSED (redis)');
+      return read(after, limit);
+    };
+    const { receiver, hooks, seen, notifications } = await setup({}, {}, log);
+    await log.append(put('waiting'));
+    await log.setCursor('hook', '0');
+    await hooks.configure(notifications);
+    await until(() => seen.lines.some((l) => l.message === 'webhook: event log unavailable'), 'the outage logged');
+    expect(seen.lines.find((l) => l.message === 'webhook: event log unavailable')!.fields).toEqual({ target: 'hook', err: 'connect ECONNREFUSED (redis)' });
+    expect(seen.lines.find((l) => l.message === 'webhook: event log unavailable')!.level).toBe('error');
+    down = false;
+    await until(() => seen.counts.pushed === 1, 'the event delivered once the log is back');
+    expect(keys(receiver)).toEqual(['waiting']);
+  });
+
   it('removed by a reload gets nothing more; a new one gets what follows', async () => {
     const { receiver, log, hooks, notifications } = await setup({});
     await hooks.configure(notifications);
