@@ -71,6 +71,10 @@ describe('a webhook target', () => {
     expect(receiver.deliveries.map((d) => d.record.s3.object.sequencer)).toEqual(['0000000000000002', '0000000000000003', '0000000000000004']);
     expect(seen.counts).toEqual({ pushed: 3, failed: 0, dropped: 0 });
     expect(await log.getCursor('hook')).toBe('4');
+    // A JSON body, said so (receivers' frameworks parse by it), from casket, stamped with the time of sending (unix seconds).
+    const { headers } = receiver.deliveries[0]!;
+    expect([headers['content-type'], headers['user-agent']]).toEqual(['application/json', 'casket-webhooks']);
+    expect(Math.abs(Number(headers['x-casket-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
   });
 
   it('gets only the buckets, key prefixes and event names it asks for; the ones it skips still move its cursor', async () => {
@@ -207,6 +211,30 @@ describe('a webhook target', () => {
     await until(() => seen.counts.pushed === 1, 'the event delivered once the log is back');
     expect(keys(receiver)).toEqual(['waiting']);
   });
+
+  it('is not delivered to while another casket holds its lease; once it runs out, delivery goes on from the shared cursor', async () => {
+    const log = new MemoryEventLog();
+    let held = true;
+    const asked: string[] = [];
+    log.lease = async (target, holder, ms) => {
+      asked.push(`${target} ${holder} ${ms}`);
+      return !held;
+    };
+    const { receiver, hooks, seen, notifications } = await setup({}, {}, log);
+    await log.setCursor('hook', await log.head());
+    await hooks.configure(notifications);
+    await log.append(put('theirs'));
+    await until(() => asked.length > 0, 'the lease asked for');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(receiver.deliveries).toEqual([]);
+    expect(asked[0]).toBe('hook this-casket 15000');
+    // It waits to ask again; it does not spin on the lease.
+    expect(asked.length).toBeLessThanOrEqual(2);
+    held = false;
+    // The worker asks again a third of the lease (15 s) later.
+    await until(() => seen.counts.pushed === 1, 'delivery once the lease is free', 10_000);
+    expect(keys(receiver)).toEqual(['theirs']);
+  }, 20_000);
 
   it('removed by a reload gets nothing more; a new one gets what follows', async () => {
     const { receiver, log, hooks, notifications } = await setup({});
