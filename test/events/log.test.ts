@@ -136,6 +136,29 @@ describe('where a log starts forgetting, exactly', () => {
   });
 });
 
+describe('the SQLite event log', () => {
+  it('keeps appends of one turn in order, each resolved once kept; cursors move and outlive a reopen; a closed log refuses an append', async () => {
+    const path = join(mkdtempSync(join(dir, 'turn-')), 'events.db');
+    const log = new SqliteEventLog(path, 3600_000);
+    let told = 0;
+    log.onAppend(() => told++);
+    // One turn: one transaction, one signal, every promise resolved.
+    await Promise.all(['a', 'b', 'c'].map((k) => log.append(record(k))));
+    expect(told).toBe(1);
+    expect((await log.read('0', 10)).events.map((e) => [e.id, e.record.s3.object.key])).toEqual([['1', 'a'], ['2', 'b'], ['3', 'c']]);
+    expect(await log.getCursor('hook')).toBeUndefined();
+    await log.setCursor('hook', '1');
+    await log.setCursor('hook', '3');
+    await log.setCursor('other', '2');
+    await log.close();
+    const again = new SqliteEventLog(path, 3600_000);
+    expect([await again.getCursor('hook'), await again.getCursor('other')]).toEqual(['3', '2']);
+    expect(await again.lease()).toBe(true);
+    await again.close();
+    await expect(again.append(record('late'))).rejects.toThrow();
+  });
+});
+
 describe('the stream over a log that forgot', () => {
   const read = async (res: Response, until: (text: string) => boolean): Promise<string> => {
     const reader = res.body!.getReader();
