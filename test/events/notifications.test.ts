@@ -63,6 +63,9 @@ describe('a notifications file', () => {
       [{ webhooks: [hook({ headers: {} })] }, 'hooks.json: webhooks[0]: unknown field "headers"'],
       [{ webhooks: [hook({ url: 'ftp://x.example/' })] }, 'hooks.json: webhooks[0].url must be an http or https URL'],
       [{ webhooks: [hook({ url: 'not a url' })] }, 'hooks.json: webhooks[0].url must be an http or https URL'],
+      // Only http: and https: themselves, not a scheme that ends like one.
+      [{ webhooks: [hook({ url: 'git+https://x.example/' })] }, 'hooks.json: webhooks[0].url must be an http or https URL'],
+      [{ webhooks: [hook({ url: 'https+x://x.example/' })] }, 'hooks.json: webhooks[0].url must be an http or https URL'],
       [{ webhooks: [hook({ url: 7 })] }, 'hooks.json: webhooks[0].url must be an http or https URL'],
       [{ webhooks: [hook({ secret: 'fifteen-chars!!' })] }, 'hooks.json: webhooks[0].secret must be a string of at least 16 characters'],
       [{ webhooks: [hook({ secret: 1234567890123456 })] }, 'hooks.json: webhooks[0].secret must be a string of at least 16 characters'],
