@@ -109,7 +109,6 @@ class TargetWorker {
         // Events the target does not ask for move the cursor once per page, not once each.
         let skipped: string | undefined;
         for (const event of page.events) {
-          if (this.stopped) return;
           if (!selects(this.target, event)) {
             skipped = event.id;
             continue;
@@ -143,6 +142,7 @@ class TargetWorker {
       const attemptAbort = new AbortController();
       const timer = setTimeout(() => attemptAbort.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
       const stop = () => attemptAbort.abort(this.abort.signal.reason);
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' once, and the finally below removes the listener; `once` only says so.
       this.abort.signal.addEventListener('abort', stop, { once: true });
       if (this.abort.signal.aborted) stop(); // stopped while the lease was being taken
       try {
@@ -161,7 +161,8 @@ class TargetWorker {
         });
         // Read to the end so the connection can be reused (undici's advice).
         await res.arrayBuffer().catch(() => undefined);
-        if (res.status >= 200 && res.status < 300) {
+        // 2xx only (Response.ok): a 3xx is not followed (redirect: 'manual') and is a failure.
+        if (res.ok) {
           this.counters.pushed(this.target.name);
           return true;
         }
@@ -182,7 +183,6 @@ class TargetWorker {
       this.logger.info({ target: this.target.name, eventId: event.id, attempt, why, retryInMs }, 'webhook delivery failed; retrying');
       await this.sleep(retryInMs, false);
     }
-    if (this.stopped) return false;
     this.counters.dropped(this.target.name);
     this.logger.warn({ target: this.target.name, eventId: event.id, eventName: event.record.eventName, attempts }, 'webhook event dropped after the last attempt');
     return true;

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { EventLog } from '../../src/events/log.js';
+import { integerSequencer, type EventLog } from '../../src/events/log.js';
 import { MemoryEventLog } from '../../src/events/memory-log.js';
 import { recordOf } from '../../src/events/record.js';
 import { SqliteEventLog } from '../../src/events/sqlite-log.js';
@@ -126,6 +126,10 @@ describe('where a log starts forgetting, exactly', () => {
     await again.append(record('k513'));
     expect(ids(await again.read('512', 10))).toEqual([513]);
     await again.close();
+  });
+
+  it('gives each id a sequencer of 16 upper-case hex digits, as AWS writes them', () => {
+    expect([integerSequencer(1), integerSequencer(255), integerSequencer(2 ** 40 + 10)]).toEqual(['0000000000000001', '00000000000000FF', '000001000000000A']);
   });
 
   it.each(logs)('%s: takes as a Last-Event-ID only an integer of 1 to 15 digits', (_, open) => {

@@ -24,7 +24,8 @@ const refusal = (doc: unknown): string => {
 
 describe('a notifications file', () => {
   it('takes the defaults for what it leaves out: the object changes only, named by the URL without its query', () => {
-    expect(parseNotifications({ webhooks: [hook()] }, 'hooks.json')).toEqual({
+    // Strict: a setting left out is absent, not present as undefined.
+    expect(parseNotifications({ webhooks: [hook()] }, 'hooks.json')).toStrictEqual({
       webhooks: [{ name: 'https://ci.example.com/casket', url: 'https://ci.example.com/casket?token=x', secret: SECRET, events: ['s3:'] }],
       timeoutMs: 5000,
       attempts: 8,

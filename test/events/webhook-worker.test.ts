@@ -99,6 +99,8 @@ describe('a webhook target', () => {
     await hooks.configure(notifications);
     await until(async () => (await log.getCursor('hook')) !== undefined, 'the new target to take its cursor');
     await log.append(put('doomed'));
+    // Writes go on while the receiver fails: they do not cut a backoff short.
+    await until(() => seen.counts.failed === 1, 'the first attempt failed');
     await log.append(put('next'));
     await until(() => seen.counts.pushed === 1, 'the next event delivered');
     expect(keys(receiver, 'all')).toEqual(['doomed', 'doomed', 'doomed', 'doomed', 'doomed', 'next']);
@@ -235,6 +237,59 @@ describe('a webhook target', () => {
     await until(() => seen.counts.pushed === 1, 'delivery once the lease is free', 10_000);
     expect(keys(receiver)).toEqual(['theirs']);
   }, 20_000);
+
+  it('losing its lease between two attempts (another casket took it over) sends nothing more and leaves the cursor', async () => {
+    const log = new MemoryEventLog();
+    let granted = 1;
+    log.lease = async () => granted-- > 0;
+    const { receiver, hooks, seen, notifications } = await setup({}, {}, log);
+    await log.append(put('mine'));
+    await log.setCursor('hook', '0');
+    await hooks.configure(notifications);
+    // The worker's own check passes once; deliver's, before the POST, finds the lease gone.
+    await until(() => granted < -1, 'the lease asked for again');
+    expect(receiver.deliveries).toEqual([]);
+    expect(await log.getCursor('hook')).toBe('0');
+    expect(seen.counts).toEqual({ pushed: 0, failed: 0, dropped: 0 });
+  });
+
+  it('stopped while taking its lease for an attempt sends nothing to a receiver that would hold it', async () => {
+    const log = new MemoryEventLog();
+    let calls = 0;
+    let inLease: () => void = () => {};
+    const second = new Promise<void>((resolve) => (inLease = resolve));
+    log.lease = async () => {
+      if (++calls === 2) {
+        inLease();
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return true;
+    };
+    const { receiver, hooks, notifications } = await setup({ timeoutMs: 60_000 }, {}, log);
+    receiver.answer = 'hang';
+    await log.append(put('held'));
+    await log.setCursor('hook', '0');
+    await hooks.configure(notifications);
+    await second;
+    const started = Date.now();
+    await hooks.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(receiver.hanging()).toBe(0);
+  }, 15_000);
+
+  it('many deliveries leave no listener behind (no MaxListenersExceededWarning)', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => void warnings.push(w.name);
+    process.on('warning', onWarning);
+    cleanup.push(async () => void process.off('warning', onWarning));
+    const { log, hooks, seen, notifications } = await setup({});
+    await log.setCursor('hook', '0');
+    await hooks.configure(notifications);
+    for (let i = 0; i < 15; i++) await log.append(put(`k${i}`));
+    await until(() => seen.counts.pushed === 15, 'fifteen deliveries');
+    await new Promise((r) => setImmediate(r));
+    expect(warnings).toEqual([]);
+  });
 
   it('removed by a reload gets nothing more; a new one gets what follows', async () => {
     const { receiver, log, hooks, notifications } = await setup({});
