@@ -9,6 +9,7 @@
  * (ROOM=events) can see a change to the worker.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import type { EventLog } from '../../src/events/log.js';
 import { MemoryEventLog } from '../../src/events/memory-log.js';
 import { NO_NOTIFICATIONS, type Notifications, type WebhookTarget } from '../../src/events/notifications.js';
 import { recordOf } from '../../src/events/record.js';
@@ -215,10 +216,11 @@ describe('a webhook target', () => {
   });
 
   it('is not delivered to while another casket holds its lease; once it runs out, delivery goes on from the shared cursor', async () => {
-    const log = new MemoryEventLog();
+    // Typed as the EventLog it is: MemoryEventLog's own lease() takes no arguments.
+    const log: EventLog & MemoryEventLog = new MemoryEventLog();
     let held = true;
     const asked: string[] = [];
-    log.lease = async (target, holder, ms) => {
+    (log as EventLog).lease = async (target, holder, ms) => {
       asked.push(`${target} ${holder} ${ms}`);
       return !held;
     };
