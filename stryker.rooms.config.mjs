@@ -1,6 +1,6 @@
 // npm run mutate:rooms: the mutation score of the rooms added around the core
 // (issue 43), one room per run: ROOM=console (src/console's server code, not
-// its browser assets) or ROOM=rollback (src/rollback). Each room keeps its
+// its browser assets), ROOM=rollback (src/rollback) or ROOM=events (src/events). Each room keeps its
 // results in a file of its own, so a room is re-run without the others and a
 // run cut short loses only its room. Most of the rooms' tests spawn
 // dist/cli.js, which no mutant reaches, so only their in-process tests run
@@ -16,6 +16,7 @@ import base from './stryker.config.mjs';
 const ROOMS = {
   console: ['src/console/*.ts'],
   rollback: ['src/rollback/**/*.ts'],
+  events: ['src/events/**/*.ts'],
 };
 const room = process.env.ROOM ?? '';
 if (!(room in ROOMS)) throw new Error(`ROOM must be one of ${Object.keys(ROOMS).join(', ')} (got "${room}")`);

@@ -34,6 +34,23 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/rollback.test.ts',
     'test/rollback/versions.test.ts',
   ],
+  // The rest of test/events spawns dist/cli.js (stream, webhooks,
+  // webhook-backoff, several-caskets); webhook-worker drives the outbox
+  // in-process instead, and test/core's write-events start casket
+  // in-process and read each write's record from the stream.
+  events: [
+    'test/core/write-events.test.ts',
+    'test/core/write-events-refusals.test.ts',
+    'test/events/log.test.ts',
+    'test/events/notifications.test.ts',
+    'test/events/publish.test.ts',
+    'test/events/record-json.test.ts',
+    'test/events/record.test.ts',
+    'test/events/stream-credentials.test.ts',
+    'test/events/stream-stop.test.ts',
+    'test/events/tail.test.ts',
+    'test/events/webhook-worker.test.ts',
+  ],
 };
 const room = process.env.ROOM ?? '';
 const include = TESTS[room];

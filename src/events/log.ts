@@ -58,9 +58,6 @@ export class AppendSignal {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
-  get size(): number {
-    return this.listeners.size;
-  }
   emit(): void {
     for (const l of this.listeners) {
       try {

@@ -65,7 +65,7 @@ export function parseNotifications(doc: unknown, source: string): Notifications 
     if (w === null || typeof w !== 'object') throw new NotificationsError(`${where} must be an object`);
     const e = w as Record<string, unknown>;
     for (const k of Object.keys(e)) if (!['name', 'url', 'secret', 'buckets', 'prefix', 'events'].includes(k)) throw new NotificationsError(`${where}: unknown field "${k}"`);
-    if (typeof e.url !== 'string' || !URL.canParse(e.url) || !/^https?:$/.test(new URL(e.url).protocol)) throw new NotificationsError(`${where}.url must be an http or https URL`);
+    if (typeof e.url !== 'string' || !URL.canParse(e.url) || !['http:', 'https:'].includes(new URL(e.url).protocol)) throw new NotificationsError(`${where}.url must be an http or https URL`);
     // Unsigned deliveries would let anyone who finds the URL forge events.
     if (typeof e.secret !== 'string' || e.secret.length < 16) throw new NotificationsError(`${where}.secret must be a string of at least 16 characters`);
     const url = new URL(e.url);

@@ -109,7 +109,6 @@ class TargetWorker {
         // Events the target does not ask for move the cursor once per page, not once each.
         let skipped: string | undefined;
         for (const event of page.events) {
-          if (this.stopped) return;
           if (!selects(this.target, event)) {
             skipped = event.id;
             continue;
@@ -143,6 +142,7 @@ class TargetWorker {
       const attemptAbort = new AbortController();
       const timer = setTimeout(() => attemptAbort.abort(new DOMException(`no answer within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
       const stop = () => attemptAbort.abort(this.abort.signal.reason);
+      // Stryker disable next-line ObjectLiteral,BooleanLiteral: an AbortSignal fires 'abort' once, and the finally below removes the listener; `once` only says so.
       this.abort.signal.addEventListener('abort', stop, { once: true });
       if (this.abort.signal.aborted) stop(); // stopped while the lease was being taken
       try {
@@ -161,7 +161,8 @@ class TargetWorker {
         });
         // Read to the end so the connection can be reused (undici's advice).
         await res.arrayBuffer().catch(() => undefined);
-        if (res.status >= 200 && res.status < 300) {
+        // 2xx only (Response.ok): a 3xx is not followed (redirect: 'manual') and is a failure.
+        if (res.ok) {
           this.counters.pushed(this.target.name);
           return true;
         }
@@ -172,12 +173,16 @@ class TargetWorker {
         clearTimeout(timer);
         this.abort.signal.removeEventListener('abort', stop);
       }
+      // Stopped mid-attempt (a reload, casket closing): not the receiver's failure, and no backoff to sit out — the
+      // sleep below is woken only by a stop that comes during it, so a stop before it would hold configure() for up to maxBackoffMs.
+      if (this.stopped) return false;
       this.counters.failed(this.target.name);
       if (attempt === attempts) break;
-      this.logger.info({ target: this.target.name, eventId: event.id, attempt, why }, 'webhook delivery failed; retrying');
-      await this.sleep(Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs), false);
+      // The wait is in the line: an operator sees the backoff a failing receiver gets.
+      const retryInMs = Math.min(backoffMs * 2 ** (attempt - 1), maxBackoffMs);
+      this.logger.info({ target: this.target.name, eventId: event.id, attempt, why, retryInMs }, 'webhook delivery failed; retrying');
+      await this.sleep(retryInMs, false);
     }
-    if (this.stopped) return false;
     this.counters.dropped(this.target.name);
     this.logger.warn({ target: this.target.name, eventId: event.id, eventName: event.record.eventName, attempts }, 'webhook event dropped after the last attempt');
     return true;

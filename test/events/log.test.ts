@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { EventLog } from '../../src/events/log.js';
+import { integerSequencer, type EventLog } from '../../src/events/log.js';
 import { MemoryEventLog } from '../../src/events/memory-log.js';
 import { recordOf } from '../../src/events/record.js';
 import { SqliteEventLog } from '../../src/events/sqlite-log.js';
@@ -54,6 +54,112 @@ describe.each(logs)('%s event log', (_, open) => {
     expect((await log.read(await log.head(), 10)).lost).toBe(false);
     expect((await log.read('999999', 10)).lost).toBe(true);
     await log.close();
+  });
+});
+
+describe.each(logs)('%s event log, told of appends', (_, open) => {
+  it('tells every listener of each append; one that throws fails neither the append nor the others; one that left hears no more', async () => {
+    const log = open(100);
+    const heard: string[] = [];
+    const offA = log.onAppend(() => heard.push('a'));
+    log.onAppend(() => {
+      throw new Error('a reader failed');
+    });
+    log.onAppend(() => heard.push('c'));
+    await log.append(record('one'));
+    expect(heard).toEqual(['a', 'c']);
+    offA();
+    await log.append(record('two'));
+    expect(heard).toEqual(['a', 'c', 'c']);
+    await log.close();
+  });
+});
+
+describe('where a log starts forgetting, exactly', () => {
+  const ids = (page: { events: Array<{ id: string }> }) => page.events.map((e) => Number(e.id));
+  const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+  it('memory: past the cap and its slack of 1,024 it keeps the newest `max`; a cursor just before them has lost nothing', async () => {
+    const log = new MemoryEventLog(4);
+    expect(await log.head()).toBe('0');
+    expect(await log.read('0', 10)).toEqual({ events: [], lost: false });
+    for (let i = 1; i <= 1028; i++) await log.append(record(`k${i}`));
+    // At the cap plus its slack nothing is forgotten yet.
+    expect(ids(await log.read('0', 2))).toEqual([1, 2]);
+    await log.append(record('k1029'));
+    expect(await log.head()).toBe('1029');
+    const edge = await log.read('1025', 10);
+    expect([ids(edge), edge.lost]).toEqual([range(1026, 1029), false]);
+    const behind = await log.read('1024', 10);
+    expect([ids(behind), behind.lost]).toEqual([range(1026, 1029), true]);
+    expect(ids(await log.read('1026', 2))).toEqual([1027, 1028]);
+    expect(await log.read('1029', 10)).toEqual({ events: [], lost: false });
+    // A cursor ahead of the log (another log's, before a restart): lost, and nothing to send.
+    expect(await log.read('1030', 10)).toEqual({ events: [], lost: true });
+  });
+
+  it('memory: a cursor ahead of an empty log has lost what it missed', async () => {
+    expect(await new MemoryEventLog().read('1', 10)).toEqual({ events: [], lost: true });
+  });
+
+  it('sqlite: every 512 appends it forgets past the cap; ids go on after a reopen, and the TTL forgets on opening', async () => {
+    const path = join(mkdtempSync(join(dir, 'edge-')), 'events.db');
+    const log = new SqliteEventLog(path, 3600_000, 4);
+    expect(await log.head()).toBe('0');
+    expect(await log.read('0', 10)).toEqual({ events: [], lost: false });
+    for (let i = 1; i <= 511; i++) await log.append(record(`k${i}`));
+    expect(ids(await log.read('0', 2))).toEqual([1, 2]);
+    await log.append(record('k512'));
+    const edge = await log.read('508', 10);
+    expect([ids(edge), edge.lost]).toEqual([range(509, 512), false]);
+    const behind = await log.read('507', 10);
+    expect([ids(behind), behind.lost]).toEqual([range(509, 512), true]);
+    expect(await log.read('512', 10)).toEqual({ events: [], lost: false });
+    expect(await log.read('513', 10)).toEqual({ events: [], lost: true });
+    await log.close();
+    // Reopened with a TTL every kept event is past: forgotten at once, and the next id is still 513.
+    await new Promise((r) => setTimeout(r, 5));
+    const again = new SqliteEventLog(path, 1, 4);
+    expect(await again.head()).toBe('512');
+    const gone = await again.read('508', 10);
+    expect(gone).toEqual({ events: [], lost: true });
+    await again.append(record('k513'));
+    expect(ids(await again.read('512', 10))).toEqual([513]);
+    await again.close();
+  });
+
+  it('gives each id a sequencer of 16 upper-case hex digits, as AWS writes them', () => {
+    expect([integerSequencer(1), integerSequencer(255), integerSequencer(2 ** 40 + 10)]).toEqual(['0000000000000001', '00000000000000FF', '000001000000000A']);
+  });
+
+  it.each(logs)('%s: takes as a Last-Event-ID only an integer of 1 to 15 digits', (_, open) => {
+    const log = open(10);
+    for (const id of ['0', '7', '123456789012345']) expect(log.validId(id), id).toBe(true);
+    for (const id of ['', '1234567890123456', '1-0', 'x1', '1x', ' 1', '-1', '1.5']) expect(log.validId(id), id).toBe(false);
+    void log.close();
+  });
+});
+
+describe('the SQLite event log', () => {
+  it('keeps appends of one turn in order, each resolved once kept; cursors move and outlive a reopen; a closed log refuses an append', async () => {
+    const path = join(mkdtempSync(join(dir, 'turn-')), 'events.db');
+    const log = new SqliteEventLog(path, 3600_000);
+    let told = 0;
+    log.onAppend(() => told++);
+    // One turn: one transaction, one signal, every promise resolved.
+    await Promise.all(['a', 'b', 'c'].map((k) => log.append(record(k))));
+    expect(told).toBe(1);
+    expect((await log.read('0', 10)).events.map((e) => [e.id, e.record.s3.object.key])).toEqual([['1', 'a'], ['2', 'b'], ['3', 'c']]);
+    expect(await log.getCursor('hook')).toBeUndefined();
+    await log.setCursor('hook', '1');
+    await log.setCursor('hook', '3');
+    await log.setCursor('other', '2');
+    await log.close();
+    const again = new SqliteEventLog(path, 3600_000);
+    expect([await again.getCursor('hook'), await again.getCursor('other')]).toEqual(['3', '2']);
+    expect(await again.lease()).toBe(true);
+    await again.close();
+    await expect(again.append(record('late'))).rejects.toThrow();
   });
 });
 

@@ -5,7 +5,7 @@
  * as a receiver should (events/webhooks.ts).
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Rec } from './sse.js';
 
@@ -18,6 +18,7 @@ export interface Delivery {
   verified: boolean;
   answered: Answer;
   at: number;
+  headers: IncomingHttpHeaders;
 }
 
 export interface Receiver {
@@ -58,7 +59,7 @@ export async function startReceiver(secret: string): Promise<Receiver> {
       const fresh = Math.abs(Date.now() / 1000 - Number(timestamp)) < 300;
       const verified = fresh && given.length === expected.length && timingSafeEqual(given, expected);
       const answered = typeof receiver.answer === 'function' ? receiver.answer(++n) : (++n, receiver.answer);
-      receiver.deliveries.push({ eventId: String(req.headers['x-casket-event-id']), record: (JSON.parse(body) as { Records: Rec[] }).Records[0]!, verified, answered, at: Date.now() });
+      receiver.deliveries.push({ eventId: String(req.headers['x-casket-event-id']), record: (JSON.parse(body) as { Records: Rec[] }).Records[0]!, verified, answered, at: Date.now(), headers: req.headers });
       if (answered === 'hang') {
         hung.push(res);
         return;

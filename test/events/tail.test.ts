@@ -125,6 +125,96 @@ describe('EventTail', () => {
   });
 });
 
+describe('EventTail when the log fails it', () => {
+  /** Waits for the tail's next read (its news). */
+  const news = (tail: EventTail) =>
+    new Promise<void>((resolve) => {
+      const off = tail.onNews(() => {
+        off();
+        resolve();
+      });
+    });
+
+  it('out of reach when the first reader joins: it cannot tell (readers read the log) until an append finds the log back', async () => {
+    const log = new CountingLog();
+    await log.append(record('k1'));
+    const head = log.head.bind(log);
+    let down = true;
+    log.head = async () => (down ? Promise.reject(new Error('redis down')) : head());
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    expect(tail.after('1')).toBeUndefined();
+    down = false;
+    const read = news(tail);
+    await log.append(record('k2'));
+    await read;
+    // It took the head then (2): from there it follows; a cursor before it reads the log.
+    expect(tail.after('2')).toEqual([]);
+    expect(tail.after('1')).toBeUndefined();
+    const more = news(tail);
+    await log.append(record('k3'));
+    await more;
+    expect(tail.after('2')?.map((e) => e.id)).toEqual(['3']);
+    tail.leave();
+  });
+
+  it('a read that fails lets go of what it holds (readers read the log), tells them, and follows again from the next append', async () => {
+    const log = new CountingLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    let read = news(tail);
+    await log.append(record('k1'));
+    await read;
+    expect(tail.after('0')?.map((e) => e.id)).toEqual(['1']);
+    const pages = log.read.bind(log);
+    log.read = async () => Promise.reject(new Error('redis down'));
+    read = news(tail);
+    await log.append(record('k2'));
+    await read;
+    expect(tail.after('0')).toBeUndefined();
+    expect(tail.after('1')).toBeUndefined();
+    log.read = pages;
+    read = news(tail);
+    await log.append(record('k3'));
+    await read;
+    expect(tail.after('3')).toEqual([]);
+    tail.leave();
+  });
+
+  it('a log that forgot what the tail had not read yet: it starts again from the head', async () => {
+    const log = new MemoryEventLog(4);
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    // Past the memory log's cap and slack in one turn: the tail reads once, after all of them.
+    const read = news(tail);
+    for (let i = 1; i <= 1100; i++) void log.append(record(`k${i}`));
+    await read;
+    expect(tail.after('0')).toBeUndefined();
+    expect(tail.after('1100')).toEqual([]);
+    tail.leave();
+  });
+
+  it('stops following when its last reader leaves: no more reads of the log, nothing held', async () => {
+    const log = new CountingLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    await tail.join();
+    const read = news(tail);
+    await log.append(record('k1'));
+    await read;
+    tail.leave();
+    // One reader is left: still following.
+    expect(tail.after('0')?.map((e) => e.id)).toEqual(['1']);
+    tail.leave();
+    expect(tail.after('0')).toBeUndefined();
+    const reads = log.reads;
+    await log.append(record('k2'));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(log.reads).toBe(reads);
+    expect(tail.after('1')).toBeUndefined();
+  });
+});
+
 describe('a sampled stream (?sample=MS, the console live view)', () => {
   it('sends the newest records of each interval after a count of those left out', async () => {
     const log = new MemoryEventLog();

@@ -11,7 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { RecentLog } from '../../src/state/recent-log.js';
 import { SqliteStateStore } from '../../src/state/sqlite.js';
+import type { WriteLogEntry } from '../../src/state/types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'casket-recent-log-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -82,5 +84,58 @@ describe('the write log kept in memory', () => {
     expect(answered).toBeGreaterThan(compared / 2);
     // Memory answered most of them (else this test proves nothing of it).
     expect(fromMemory).toBeGreaterThan(answered / 2);
+  });
+});
+
+describe('what memory answers, and when it leaves the answer to the table', () => {
+  const entry = (n: number, at: number): WriteLogEntry => ({ at: new Date(at), bucket: 'b', key: `k${n}`, operation: 'PutObject', newETag: `e${n}` });
+  const keys = (got: WriteLogEntry[] | undefined) => got?.map((e) => e.key);
+  const filled = (n: number, at = (i: number) => 1000 + i) => {
+    const log = new RecentLog(0, -Infinity);
+    for (let i = 1; i <= n; i++) log.add(i, entry(i, at(i)));
+    return log;
+  };
+  const newest = (from: number, count: number) => Array.from({ length: count }, (_, i) => `k${from - i}`);
+
+  it('keeps the newest 512 entries: a look at more than that is the table\'s', () => {
+    expect(keys(filled(512).newestSince(0, 512))).toEqual(newest(512, 512));
+    const past = filled(513);
+    expect(keys(past.newestSince(0, 512))).toEqual(newest(513, 512));
+    // The 513th newest was let go: memory cannot say it is the only one left.
+    expect(past.newestSince(0, 513)).toBeUndefined();
+  });
+
+  it('an entry let go still bounds what memory can answer: a look from its instant is the table\'s', () => {
+    // Entry 1 is the newest of all by its time (appends are only about in time order), and the first let go.
+    const log = filled(513, (i) => (i === 1 ? 5000 : 1000 + i));
+    expect(log.newestSince(5000, 10)).toBeUndefined();
+    expect(log.newestSince(5001, 10)).toEqual([]);
+  });
+
+  it('an instant no older entry reaches is answered from memory; one an older entry reaches, exactly at its millisecond, is not', () => {
+    // Opened on a table whose newest entry (not in memory) was made at 1000.
+    const log = new RecentLog(10, 1000);
+    expect(log.newestSince(1000, 5)).toBeUndefined();
+    expect(log.newestSince(1001, 5)).toEqual([]);
+    log.add(11, entry(11, 2000));
+    expect(keys(log.newestSince(1001, 5))).toEqual(['k11']);
+  });
+
+  it('answers from memory, whatever older entries hold, once it has `limit` of them; not with fewer', () => {
+    // Nothing known of the older entries' times.
+    const log = new RecentLog(0, Infinity);
+    for (let i = 1; i <= 3; i++) log.add(i, entry(i, 1000 * i));
+    expect(keys(log.newestSince(0, 2))).toEqual(['k3', 'k2']);
+    expect(keys(log.newestSince(0, 3))).toEqual(['k3', 'k2', 'k1']);
+    expect(log.newestSince(0, 4)).toBeUndefined();
+    expect(keys(log.newestSince(2000, 2))).toEqual(['k3', 'k2']);
+  });
+
+  it('forgets what a prune deleted: made before the cutoff (one made at it stays), or at or below the id deleted up to', () => {
+    const log = filled(4, (i) => 100 * i);
+    log.pruned(200, 0);
+    expect(keys(log.newestSince(0, 10))).toEqual(['k4', 'k3', 'k2']);
+    log.pruned(0, 3);
+    expect(keys(log.newestSince(0, 10))).toEqual(['k4']);
   });
 });
