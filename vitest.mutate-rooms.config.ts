@@ -26,6 +26,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/behind-casket.test.ts',
     'test/rollback/breaks.test.ts',
     'test/rollback/changeset.test.ts',
+    'test/rollback/command.test.ts',
     'test/rollback/edges.test.ts',
     'test/rollback/endpoint.test.ts',
     'test/rollback/plan.test.ts',
