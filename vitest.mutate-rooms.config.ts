@@ -35,6 +35,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/sources.test.ts',
     'test/rollback/rollback.test.ts',
     'test/rollback/versions.test.ts',
+    'test/rollback/versions-edges.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';
