@@ -29,6 +29,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/command.test.ts',
     'test/rollback/edges.test.ts',
     'test/rollback/endpoint.test.ts',
+    'test/rollback/endpoint-failure.test.ts',
     'test/rollback/plan.test.ts',
     'test/rollback/restore-condition.test.ts',
     'test/rollback/same-entry.test.ts',
