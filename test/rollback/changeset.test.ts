@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { commit } from '../helpers/changeset.js';
 import { sdk } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
-import { raw } from '../helpers/raw.js';
+import { raw, sha256hex } from '../helpers/raw.js';
 import { cliRollback, content, keysOf } from './helpers.js';
 
 const bucket = 'units';
@@ -34,6 +34,9 @@ afterAll(async () => {
   for (const x of [admin, alice, person]) x?.destroy();
   await c?.stop();
 });
+
+/** The quoted ETag casket gives a single-part object: the SHA-256 of its bytes. */
+const etag = (body: string) => `"${sha256hex(body)}"`;
 
 const text = async (key: string) => (await content(admin, bucket, key))?.body.toString() ?? null;
 
@@ -102,6 +105,80 @@ describe('casket rollback --changeset', () => {
       retainer.get = get;
     }
     expect([await text('between/a.txt'), await text('between/b.txt'), await text('between/c.txt')]).toEqual(["the person's a", 'b1', 'c1']);
+  });
+
+  it('a dry run says what it would restore, key by key in order and from where, and writes nothing; since is the changeset\'s own time unless given', async () => {
+    const before = new Date();
+    const id = await aliceChangeset('dry');
+    const run = await cliRollback(c, ['--changeset', id, '--dry-run', '--json']);
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.answer).toMatchObject({ agent: 'alice', writtenAs: 'rollback:alice', changeset: id, dryRun: true, conflicts: [], unrecoverable: [], unchanged: [] });
+    expect(run.answer!.restoredAs).toBeUndefined();
+    expect(run.answer!.notRestored).toBeUndefined();
+    expect(run.answer!.restored).toEqual([
+      { bucket, key: 'dry/a.txt', action: 'put', from: etag('a1'), to: etag('a0'), source: 'retained' },
+      { bucket, key: 'dry/b.txt', action: 'put', from: etag('b1'), to: etag('b0'), source: 'retained' },
+      { bucket, key: 'dry/c.txt', action: 'delete', from: etag('c1'), to: null },
+    ]);
+    const at = Date.parse(run.answer!.since);
+    expect(at).toBeGreaterThanOrEqual(before.getTime());
+    expect(at).toBeLessThanOrEqual(Date.now());
+    const given = await cliRollback(c, ['--changeset', id, '--since', before.toISOString(), '--dry-run', '--json']);
+    expect(given.answer!.since).toBe(before.toISOString());
+    expect([await text('dry/a.txt'), await text('dry/b.txt'), await text('dry/c.txt')]).toEqual(['a1', 'b1', 'c1']);
+  });
+
+  it('--agent other than who wrote the changeset is refused, naming who did; a person\'s changeset is undone as rollback:<access key>', async () => {
+    const id = await aliceChangeset('who');
+    const run = await cliRollback(c, ['--changeset', id, '--agent', 'bob']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`InvalidArgument: Changeset ${id} was written by "alice", not "bob".`);
+    expect(await text('who/a.txt')).toBe('a1');
+    const r = await commit(c.url, c.keys.person!, bucket, [{ key: 'who/p.txt', body: 'p1' }]);
+    expect(r.status, JSON.stringify(r.json)).toBe(200);
+    const undo = await cliRollback(c, ['--changeset', r.json.changeset!, '--json']);
+    expect(undo.code, undo.stderr).toBe(0);
+    const key = c.keys.person!.accessKeyId;
+    expect(undo.answer).toMatchObject({ agent: key, writtenAs: `rollback:${key}`, restored: [{ key: 'who/p.txt', action: 'delete' }] });
+    expect(await text('who/p.txt')).toBeNull();
+  });
+
+  it('a goal held nowhere any more: that key unrecoverable, the others not restored, nothing written', async () => {
+    const id = await aliceChangeset('gone');
+    // b's old bytes evicted from retention (no pre-images, no bucket versions here).
+    const retainer = c.casket.services.retainer!;
+    const get = retainer.get.bind(retainer);
+    retainer.get = async (version) => (version.key === 'gone/b.txt' ? undefined : get(version));
+    try {
+      const run = await cliRollback(c, ['--changeset', id, '--json']);
+      expect(run.code, run.stderr + run.stdout).toBe(3);
+      expect(run.answer).toMatchObject({ restored: [], conflicts: [], unchanged: [] });
+      expect(run.answer!.restoredAs).toBeUndefined();
+      expect(run.answer!.unrecoverable).toEqual([
+        { bucket, key: 'gone/b.txt', goalETag: etag('b0'), reason: 'the version to restore is neither retained, kept as a pre-image (--keep-pre-images), nor a version of the bucket' },
+      ]);
+      expect(run.answer!.notRestored).toEqual([
+        { bucket, key: 'gone/a.txt', etag: etag('a1') },
+        { bucket, key: 'gone/c.txt', etag: etag('c1') },
+      ]);
+    } finally {
+      retainer.get = get;
+    }
+    expect([await text('gone/a.txt'), await text('gone/b.txt'), await text('gone/c.txt')]).toEqual(['a1', 'b1', 'c1']);
+  });
+
+  it('a person who wrote the changeset\'s very bytes again since is a conflict naming them: no key restored', async () => {
+    const id = await aliceChangeset('same');
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'same/a.txt', Body: 'a1' }));
+    // The plan sees it from the write log, before any restore is tried: a dry run says so too.
+    const dry = await cliRollback(c, ['--changeset', id, '--dry-run', '--json']);
+    expect(dry.code, dry.stderr + dry.stdout).toBe(3);
+    expect(dry.answer).toMatchObject({ restored: [], conflicts: [{ key: 'same/a.txt', currentWriter: c.keys.person!.accessKeyId }] });
+    const run = await cliRollback(c, ['--changeset', id, '--json']);
+    expect(run.code, run.stderr + run.stdout).toBe(3);
+    expect(run.answer!.conflicts).toMatchObject([{ key: 'same/a.txt', agentETag: etag('a1'), currentETag: etag('a1'), currentWriter: c.keys.person!.accessKeyId }]);
+    expect(run.answer!.restored).toEqual([]);
+    expect([await text('same/a.txt'), await text('same/b.txt'), await text('same/c.txt')]).toEqual(['a1', 'b1', 'c1']);
   });
 
   it('an unknown changeset id is a clear error, exit 1', async () => {

@@ -9,6 +9,7 @@ import {
   UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { spawn } from 'node:child_process';
+import { Writable } from 'node:stream';
 import { CLI, startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
@@ -75,17 +76,41 @@ export interface CliRun {
   answer?: RollbackAnswer;
 }
 
-/** `casket rollback` against `casket`, signed with `cred` (default: its admin key). */
+/**
+ * `casket rollback` against `casket`, signed with `cred` (default: its admin
+ * key): dist/cli.js in a process of its own; or, with CASKET_TEST_IN_PROCESS
+ * set (`npm run mutate:rooms`), src/rollback/command.ts in this process, so
+ * that its mutants are seen — with the exit codes src/cli.ts gives (2 for a
+ * usage error, its message on stderr).
+ */
 export async function cliRollback(casket: Pick<RunningCasket, 'url' | 'admin'>, args: string[], cred: Cred = casket.admin): Promise<CliRun> {
-  const proc = spawn(process.execPath, [CLI, 'rollback', '--endpoint', casket.url, '--access-key', cred.accessKeyId, '--secret-key', cred.secretAccessKey, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const argv = ['--endpoint', casket.url, '--access-key', cred.accessKeyId, '--secret-key', cred.secretAccessKey, ...args];
+  const run = process.env.CASKET_TEST_IN_PROCESS ? await commandInProcess(argv) : await commandSpawned(argv);
+  if (args.includes('--json') && run.code !== 1 && run.code !== 2) run.answer = JSON.parse(run.stdout) as RollbackAnswer;
+  return run;
+}
+
+async function commandInProcess(argv: string[]): Promise<CliRun> {
+  const { rollbackCommand } = await import('../../src/rollback/command.js');
+  const out = { stdout: '', stderr: '' };
+  const sink = (to: 'stdout' | 'stderr') => new Writable({ write: (chunk: Buffer, _enc, done) => { out[to] += chunk.toString(); done(); } });
+  try {
+    const code = await rollbackCommand(argv, {}, { stdout: sink('stdout'), stderr: sink('stderr') });
+    return { code, ...out };
+  } catch (e) {
+    if ((e as Error).name !== 'UsageError') throw e;
+    return { code: 2, stdout: out.stdout, stderr: `${out.stderr}casket: ${(e as Error).message}\n` };
+  }
+}
+
+async function commandSpawned(argv: string[]): Promise<CliRun> {
+  const proc = spawn(process.execPath, [CLI, 'rollback', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   proc.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   proc.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const code = await new Promise<number | null>((resolve) => proc.once('close', (c) => resolve(c)));
-  const run: CliRun = { code, stdout, stderr };
-  if (args.includes('--json') && code !== 1 && code !== 2) run.answer = JSON.parse(stdout) as RollbackAnswer;
-  return run;
+  return { code, stdout, stderr };
 }
 
 export const keysOf = (list: Array<{ key: string }>) => list.map((e) => e.key).sort();
