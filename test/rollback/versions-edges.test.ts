@@ -91,6 +91,36 @@ describe('the goal from the bucket\'s versions', () => {
     expect(await text('old.txt', older)).toBe('from before versioning\n');
   });
 
+  it('a version whose bytes fail mid-read: unrecoverable, and the operator\'s log says which key and why', async () => {
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'torn.txt', Body: 'before, and more\n' }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'torn.txt', 'alice\n');
+    const torn = async (versionId: string, real: (v?: string) => Promise<ObjectReader | null>): Promise<ObjectReader | null> => {
+      const r = await real(versionId);
+      if (!r) return r;
+      let sent = false;
+      const open = () => new Readable({ read() { if (sent) this.destroy(new Error('disk failed mid-read')); else { sent = true; this.push(Buffer.from('before')); } } });
+      return { info: r.info, open };
+    };
+    const { log } = c.casket.services;
+    const warn = log.warn.bind(log);
+    const logged: Array<[unknown, unknown]> = [];
+    log.warn = ((obj: unknown, msg?: unknown) => {
+      logged.push([obj, msg]);
+      return warn(obj as never, msg as never);
+    }) as typeof log.warn;
+    let answer;
+    try {
+      answer = await withVersionReads('torn.txt', torn, () => postRollback(c, { agent: 'alice', since, bucket, prefix: 'torn' }));
+    } finally {
+      log.warn = warn;
+    }
+    expect(answer.restored).toEqual([]);
+    expect(answer.unrecoverable).toMatchObject([{ key: 'torn.txt' }]);
+    expect(logged.filter(([, msg]) => msg === 'rollback: versions not read')).toEqual([[{ error: 'disk failed mid-read', bucket, key: 'torn.txt' }, 'rollback: versions not read']]);
+    expect(await text('torn.txt')).toBe('alice\n');
+  });
+
   it('a key with more versions than one page of ListObjectVersions (1,000): the goal is found on the next page', async () => {
     const key = 'paged.txt';
     await person.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'the goal\n' }));
