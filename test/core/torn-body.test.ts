@@ -11,28 +11,25 @@
  * at the one moment no consumer listens yet: right after the first chunk,
  * while the 200 is being prepared (get-object.ts primed()).
  */
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { Readable } from 'node:stream';
+import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ObjectReader } from '../../src/backends/types.js';
-import { bytes, sdk } from '../helpers/clients.js';
-import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
+import { bytes } from '../helpers/clients.js';
+import { tornBody } from '../helpers/faults.js';
+import { inProcessWithBucket, type InProcessCasket } from '../helpers/in-process.js';
 
 const bucket = 'torn';
+const stops: Array<() => Promise<void>> = [];
 let casket: InProcessCasket;
 let admin: S3Client;
 let alice: S3Client;
 
 beforeAll(async () => {
-  casket = await startInProcess({ agents: ['alice'] });
-  admin = sdk(casket.url, casket.admin);
-  alice = sdk(casket.url, casket.agents.alice!);
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  const made = await inProcessWithBucket(bucket, stops, ['alice']);
+  ({ c: casket, admin } = made);
+  alice = made.agents.alice!;
 });
 afterAll(async () => {
-  admin?.destroy();
-  alice?.destroy();
-  await casket?.stop();
+  for (const stop of stops.reverse()) await stop();
 });
 
 /** The backend's reader of `key`, its body failing right after its first chunk (the rest of the backend as it is). */
@@ -42,22 +39,7 @@ async function tornReads<T>(key: string, run: () => Promise<T>): Promise<T> {
   backend.getObject = async (b, k, v) => {
     const real = await getObject(b, k, v);
     if (k !== key || !real) return real;
-    const torn: ObjectReader = {
-      info: real.info,
-      open: () => {
-        let sent = false;
-        return new Readable({
-          read() {
-            if (sent) this.destroy(new Error('disk failed mid-read'));
-            else {
-              sent = true;
-              this.push(Buffer.from('first bytes, '));
-            }
-          },
-        });
-      },
-    };
-    return torn;
+    return { info: real.info, open: () => tornBody('first bytes, ') };
   };
   try {
     return await run();

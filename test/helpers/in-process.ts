@@ -6,6 +6,7 @@
  * another process. Behaviour tests of whole products belong with the
  * spawned caskets (test/helpers/casket.ts); these are for the core's rules.
  */
+import { CreateBucketCommand, type S3Client } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import type { Credential } from '../../src/auth/credentials.js';
 import { buildConfig } from '../../src/config.js';
 import { startCasket, type Casket } from '../../src/server.js';
 import type { Cred } from './casket.js';
+import { sdk } from './clients.js';
 
 export interface InProcessCasket {
   url: string;
@@ -53,4 +55,20 @@ export async function startInProcess(options: { agents?: string[]; keys?: string
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * An in-process casket with `bucket` made, an SDK client for the admin, one
+ * per agent (sending its agent header) and one for a person's key; each
+ * stopped through `stops` (call them in afterAll).
+ */
+export async function inProcessWithBucket(bucket: string, stops: Array<() => Promise<void>>, agents: string[], flags: Record<string, string> = {}): Promise<{ c: InProcessCasket; admin: S3Client; agents: Record<string, S3Client>; person: S3Client }> {
+  const c = await startInProcess({ agents, keys: ['person'], flags });
+  stops.push(() => c.stop());
+  const admin = sdk(c.url, c.admin);
+  const clients = Object.fromEntries(agents.map((a) => [a, sdk(c.url, c.agents[a]!, { agentHeader: a })]));
+  const person = sdk(c.url, c.keys.person!);
+  stops.push(async () => [admin, person, ...Object.values(clients)].forEach((x) => x.destroy()));
+  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  return { c, admin, agents: clients, person };
 }

@@ -11,6 +11,7 @@ import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, PutObjec
 import { afterEach, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import type { InProcessCasket } from '../helpers/in-process.js';
+import { captureLog } from '../helpers/faults.js';
 import { raw } from '../helpers/raw.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
 import { S3Error } from '../../src/vocabulary/errors.js';
@@ -154,17 +155,12 @@ describe('rollback at its edges', () => {
     const { backend, log } = c.casket.services;
     const getObject = backend.getObject.bind(backend);
     backend.getObject = async (b, k, v) => (k === 'broken' ? Promise.reject(new Error('disk on fire')) : getObject(b, k, v));
-    const logged: Array<[unknown, unknown]> = [];
-    const error = log.error.bind(log);
-    log.error = ((obj: unknown, msg?: unknown) => {
-      logged.push([obj, msg]);
-      return error(obj as never, msg as never);
-    }) as typeof log.error;
+    const { logged, restore } = captureLog(log, 'error');
     try {
       const answer = await rollback(c, { agent: 'alice', since, bucket });
       expect(answer.unrecoverable).toMatchObject([{ key: 'broken', reason: 'the current version could not be read (InternalError); nothing written' }]);
     } finally {
-      log.error = error;
+      restore();
       backend.getObject = getObject;
     }
     const mine = logged.filter(([, msg]) => msg === 'rollback: request failed');

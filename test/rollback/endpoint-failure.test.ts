@@ -6,6 +6,7 @@
  * so `npm run mutate:rooms` sees it.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { captureLog } from '../helpers/faults.js';
 import { raw } from '../helpers/raw.js';
 import { inProcessWithBucket } from './helpers.js';
 
@@ -20,18 +21,13 @@ describe('POST /_casket/rollback when the write log cannot be read', () => {
     const { state, log } = c.casket.services;
     const failure = new Error('state store unreachable');
     state.listWriteLog = async () => Promise.reject(failure);
-    const logged: Array<[unknown, unknown]> = [];
-    const error = log.error.bind(log);
-    log.error = ((obj: unknown, msg?: unknown) => {
-      logged.push([obj, msg]);
-      return error(obj as never, msg as never);
-    }) as typeof log.error;
+    const { logged, restore } = captureLog(log, 'error');
     try {
       const res = await raw(c.url, c.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agent: 'alice', since: '2026-11-25T14:00:00Z' }) });
       expect(res.status).toBe(500);
       expect(JSON.parse(res.body)).toEqual({ error: 'InternalError', message: 'The rollback stopped; keys already restored stay restored: run it again to finish.' });
     } finally {
-      log.error = error;
+      restore();
     }
     expect(logged.filter(([, msg]) => msg === 'rollback failed')).toEqual([[{ err: failure }, 'rollback failed']]);
   });

@@ -5,14 +5,15 @@
  * run as the command-line tool against a running casket.
  */
 import {
-  CompleteMultipartUploadCommand, CreateBucketCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand,
+  CompleteMultipartUploadCommand, CreateMultipartUploadCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand,
   UploadPartCommand, type S3Client,
 } from '@aws-sdk/client-s3';
 import { spawn } from 'node:child_process';
 import { Writable } from 'node:stream';
 import { CLI, startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
-import { bytes, sdk } from '../helpers/clients.js';
+import { bytes } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
+export { inProcessWithBucket } from '../helpers/in-process.js';
 import { raw } from '../helpers/raw.js';
 import type { RollbackAnswer } from '../../src/rollback/plan.js';
 
@@ -115,21 +116,6 @@ async function commandSpawned(argv: string[]): Promise<CliRun> {
 
 export const keysOf = (list: Array<{ key: string }>) => list.map((e) => e.key).sort();
 
-/**
- * An in-process casket (so `npm run mutate:rooms` sees the rollback's code)
- * with `agents`, a person's key and `bucket` made; its stop and its clients'
- * are pushed on `stops`, for the file's afterEach.
- */
-export async function inProcessWithBucket(bucket: string, stops: Array<() => Promise<void>>, agents: string[], flags: Record<string, string> = {}): Promise<{ c: InProcessCasket; admin: S3Client; agents: Record<string, S3Client>; person: S3Client }> {
-  const c = await startInProcess({ agents, keys: ['person'], flags });
-  stops.push(() => c.stop());
-  const admin = sdk(c.url, c.admin);
-  const clients = Object.fromEntries(agents.map((a) => [a, sdk(c.url, c.agents[a]!, { agentHeader: a })]));
-  const person = sdk(c.url, c.keys.person!);
-  stops.push(async () => [admin, person, ...Object.values(clients)].forEach((x) => x.destroy()));
-  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
-  return { c, admin, agents: clients, person };
-}
 
 /** POST /_casket/rollback as the admin: its answer, or an error naming any other status. */
 export async function postRollback(c: Pick<InProcessCasket, 'url' | 'admin'>, request: Record<string, unknown>): Promise<RollbackAnswer> {

@@ -14,6 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InProcessCasket } from '../helpers/in-process.js';
+import { captureLog, tornBody } from '../helpers/faults.js';
 import { raw, sha256hex } from '../helpers/raw.js';
 import type { ObjectReader } from '../../src/backends/types.js';
 import { agentMultipartCreate, agentPut, content, inProcessWithBucket, postRollback } from './helpers.js';
@@ -98,22 +99,14 @@ describe('the goal from the bucket\'s versions', () => {
     const torn = async (versionId: string, real: (v?: string) => Promise<ObjectReader | null>): Promise<ObjectReader | null> => {
       const r = await real(versionId);
       if (!r) return r;
-      let sent = false;
-      const open = () => new Readable({ read() { if (sent) this.destroy(new Error('disk failed mid-read')); else { sent = true; this.push(Buffer.from('before')); } } });
-      return { info: r.info, open };
+      return { info: r.info, open: () => tornBody('before') };
     };
-    const { log } = c.casket.services;
-    const warn = log.warn.bind(log);
-    const logged: Array<[unknown, unknown]> = [];
-    log.warn = ((obj: unknown, msg?: unknown) => {
-      logged.push([obj, msg]);
-      return warn(obj as never, msg as never);
-    }) as typeof log.warn;
+    const { logged, restore } = captureLog(c.casket.services.log, 'warn');
     let answer;
     try {
       answer = await withVersionReads('torn.txt', torn, () => postRollback(c, { agent: 'alice', since, bucket, prefix: 'torn' }));
     } finally {
-      log.warn = warn;
+      restore();
     }
     expect(answer.restored).toEqual([]);
     expect(answer.unrecoverable).toMatchObject([{ key: 'torn.txt' }]);
