@@ -120,10 +120,13 @@ export class VersionReads {
     // The upstream's owner, as its GetObjectAcl answers it (forwarded: passthrough).
     const owner = (v: Listed) => (typeof v.Owner?.ID === 'string' ? { owner: { ID: v.Owner.ID, DisplayName: typeof v.Owner.DisplayName === 'string' ? v.Owner.DisplayName : '' } } : {});
     const entry = (v: Listed): VersionEntry => ({ key: v.Key!, versionId: v.VersionId ?? 'null', isLatest: v.IsLatest === 'true', lastModified: v.LastModified ? new Date(v.LastModified) : new Date(0), ...owner(v) });
-    const allVersions = many(result.Version);
-    const keep = allVersions.map((v) => typeof v.Key === 'string');
-    const versions = allVersions.filter((_, i) => keep[i]);
-    const versionSpans = scanned?.versionSpans.filter((_, i) => keep[i]);
+    // Entries without a key are passed over, and their spans with them.
+    const named = <S>(list: Listed[], spans: S[] | undefined) => {
+      const at = list.flatMap((v, i) => (typeof v.Key === 'string' ? [i] : []));
+      return { list: at.map((i) => list[i]!), spans: spans && at.map((i) => spans[i]!) };
+    };
+    const { list: versions, spans: versionSpans } = named(many(result.Version), scanned?.versionSpans);
+    const { list: markers, spans: markerSpans } = named(many(result.DeleteMarker), scanned?.deleteMarkerSpans);
     const entries: VersionEntry[] = [];
     // One state-store round trip for the page's ETags, not one per version.
     const indexed = await this.etags.indexedMany(bucket, versions.map((v) => [v.Key!, unquote(v.ETag ?? '')] as const));
@@ -142,11 +145,9 @@ export class VersionReads {
         )),
       );
     }
-    const markers = many(result.DeleteMarker);
-    const keepMarker = markers.map((m) => typeof m.Key === 'string');
-    entries.push(...markers.filter((_, i) => keepMarker[i]).map(entry));
+    entries.push(...markers.map(entry));
     // Spans only for indexed versions (a HEAD's answer may differ from the page: a newer write) and for every delete marker.
-    const spans = scanned && [...(versionSpans ?? []).map((s, i) => (indexed[i] ? s : undefined)), ...scanned.deleteMarkerSpans.filter((_, i) => keepMarker[i])];
+    const spans = scanned && [...(versionSpans ?? []).map((s, i) => (indexed[i] ? s : undefined)), ...(markerSpans ?? [])];
     const commonPrefixes = (result.CommonPrefixes ?? []).map((p) => p.Prefix).filter((p): p is string => typeof p === 'string');
     return {
       entries,
