@@ -11,8 +11,8 @@
  *   time compare), find the object, answer its bytes with ETag,
  *   Content-Type, Content-Length and Last-Modified.
  * - read_text_file: read the JSON-RPC POST, parse it, check the bearer
- *   token (casket's format: HMAC-SHA256 of its payload, constant-time
- *   compare, expiry), find the object, decode it as UTF-8, count its lines,
+ *   token (with casket's own token.ts, from dist/: HMAC-SHA256 of its
+ *   payload, constant-time compare, expiry), find the object, decode it as UTF-8, count its lines,
  *   and answer the result casket answers — the text and a note in
  *   `content`, and path, etag, lines, read and the text again in
  *   `structuredContent` (both views: docs/design.md §12).
@@ -25,9 +25,10 @@
  *
  *   node scripts/bench/read-floor.mjs PORT CREDENTIALS_FILE
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { readToken, tokenHolds } from '../../dist/mcp/token.js';
 import { fastSigner } from './signer.mjs';
 
 const [port, credentialsFile] = process.argv.slice(2);
@@ -57,15 +58,12 @@ function signed(req, path) {
   return same(signer.sign(req.method, path, headers, ms).authorization, auth);
 }
 
-/** casket's bearer token (src/mcp/token.ts): ckt1.<payload>.<HMAC>. */
+/** casket's bearer token, checked by casket's own code (src/mcp/token.ts: the payload's HMAC, constant-time, expiry). */
 function bearer(req) {
   const token = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
-  const [tag, payload, mac] = token?.split('.') ?? [];
-  if (tag !== 'ckt1' || !payload || !mac) return undefined;
-  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  const secret = secrets.get(claims.k);
-  if (!secret || claims.e < Date.now() / 1000) return undefined;
-  return same(createHmac('sha256', secret).update(`casket-mcp-token-v1\n${payload}`).digest('base64url'), mac) ? claims : undefined;
+  const claims = token && readToken(token);
+  const secret = claims && secrets.get(claims.accessKeyId);
+  return secret && tokenHolds(claims, secret) ? claims : undefined;
 }
 
 function body(req) {
