@@ -14,7 +14,7 @@
 import { GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytes } from '../helpers/clients.js';
-import { tornBody } from '../helpers/faults.js';
+import { tornBody, withReads } from '../helpers/faults.js';
 import { inProcessWithBucket, type InProcessCasket } from '../helpers/in-process.js';
 
 const bucket = 'torn';
@@ -33,19 +33,11 @@ afterAll(async () => {
 });
 
 /** The backend's reader of `key`, its body failing right after its first chunk (the rest of the backend as it is). */
-async function tornReads<T>(key: string, run: () => Promise<T>): Promise<T> {
-  const backend = casket.casket.services.backend;
-  const getObject = backend.getObject.bind(backend);
-  backend.getObject = async (b, k, v) => {
-    const real = await getObject(b, k, v);
-    if (k !== key || !real) return real;
-    return { info: real.info, open: () => tornBody('first bytes, ') };
-  };
-  try {
-    return await run();
-  } finally {
-    backend.getObject = getObject;
-  }
+function tornReads<T>(key: string, run: () => Promise<T>): Promise<T> {
+  return withReads(casket.casket.services.backend, async (k, v, real) => {
+    const r = await real(v);
+    return k === key && r ? { info: r.info, open: () => tornBody('first bytes, ') } : r;
+  }, run);
 }
 
 describe('a GetObject whose body fails after its first bytes', () => {

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InProcessCasket } from '../helpers/in-process.js';
-import { captureLog, tornBody } from '../helpers/faults.js';
+import { captureLog, tornBody, withReads } from '../helpers/faults.js';
 import { raw, sha256hex } from '../helpers/raw.js';
 import type { ObjectReader } from '../../src/backends/types.js';
 import { agentMultipartCreate, agentPut, content, inProcessWithBucket, postRollback } from './helpers.js';
@@ -39,15 +39,8 @@ afterAll(async () => {
 const text = async (key: string, b = bucket) => (await content(person, b, key))?.body.toString() ?? null;
 
 /** While `run` runs, the backend answers `GET key?versionId=` with `serve(key, versionId, the real answer)`. */
-async function withVersionReads<T>(key: string, serve: (versionId: string, real: (v?: string) => Promise<ObjectReader | null>) => Promise<ObjectReader | null>, run: () => Promise<T>): Promise<T> {
-  const backend = c.casket.services.backend;
-  const getObject = backend.getObject.bind(backend);
-  backend.getObject = async (b, k, v) => (k === key && v !== undefined ? serve(v, (w) => getObject(b, k, w)) : getObject(b, k, v));
-  try {
-    return await run();
-  } finally {
-    backend.getObject = getObject;
-  }
+function withVersionReads<T>(key: string, serve: (versionId: string, real: (v?: string) => Promise<ObjectReader | null>) => Promise<ObjectReader | null>, run: () => Promise<T>): Promise<T> {
+  return withReads(c.casket.services.backend, (k, v, real) => (k === key && v !== undefined ? serve(v, real) : real(v)), run);
 }
 
 describe('the goal from the bucket\'s versions', () => {
