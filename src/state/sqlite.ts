@@ -133,6 +133,8 @@ export class SqliteStateStore implements StateStore {
   /** Stamp changes (set or dropped) so far, and the newest STAMP_CHANGES of them by number: see stampsChangedSince. */
   private stampChanges = 0;
   private readonly changedStamps: string[] = new Array<string>(STAMP_CHANGES);
+  /** For each stamp among those newest changes, the number of its latest: a look costs its keys, not the changes since its mark. */
+  private readonly lastChangeOf = new Map<string, number>();
   /** The change number at the last prune, which may have dropped any stamp. */
   private prunedAt = 0;
   /** The newest write-log entries in memory (recent-log.ts): this process owns the file. */
@@ -296,7 +298,13 @@ export class SqliteStateStore implements StateStore {
   }
 
   private stampChanged(id: string): void {
-    this.changedStamps[++this.stampChanges % STAMP_CHANGES] = id;
+    const n = ++this.stampChanges;
+    const slot = n % STAMP_CHANGES;
+    // The change this one pushes out of the ring: forgotten unless its stamp changed again since.
+    const out = this.changedStamps[slot];
+    if (out !== undefined && this.lastChangeOf.get(out) === n - STAMP_CHANGES) this.lastChangeOf.delete(out);
+    this.changedStamps[slot] = id;
+    this.lastChangeOf.set(id, n);
   }
 
   /**
@@ -309,9 +317,9 @@ export class SqliteStateStore implements StateStore {
 
   async stampsChangedSince(mark: number, agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<boolean> {
     if (this.stampChanges - mark >= STAMP_CHANGES || this.prunedAt > mark) return true;
-    const ids = new Set(keys.map((k) => stampId(agent, k.bucket, k.key)));
-    for (let n = mark + 1; n <= this.stampChanges; n++) if (ids.has(this.changedStamps[n % STAMP_CHANGES]!)) return true;
-    return false;
+    // Every change after the mark is among the ring's, so lastChangeOf holds its stamp's latest.
+    // (Scanning the changes since the mark instead cost every look all the reads of the last second: 30 µs per read_text_file at c=8.)
+    return keys.some((k) => (this.lastChangeOf.get(stampId(agent, k.bucket, k.key)) ?? 0) > mark);
   }
 
   async getStamps(agent: string, keys: ReadonlyArray<{ bucket: string; key: string }>): Promise<Array<ReadStamp | undefined>> {
