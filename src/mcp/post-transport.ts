@@ -27,6 +27,7 @@ import { isJsonContentType } from '@modelcontextprotocol/sdk/shared/mediaType.js
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import { isInitializeRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import { answerJson } from './answer-json.js';
 import type { ToolCalls } from './tool-calls.js';
 
 /** An HTTP answer to a POST: a JSON body, or none (202). */
@@ -77,7 +78,7 @@ export class PostTransport implements Transport {
     if (post.answers.size < post.ids.length) return;
     this.post = undefined;
     const answers = post.ids.map((id) => post.answers.get(id));
-    post.resolve({ status: 200, body: JSON.stringify(answers.length === 1 ? answers[0] : answers) });
+    post.resolve({ status: 200, body: answerJson(answers.length === 1 ? answers[0] : answers) });
   }
 
   /**
@@ -115,7 +116,7 @@ export class PostTransport implements Transport {
     const ids = requests.map((m) => m.id);
     const lone = requests.length === 1 && messages.length === 1 ? requests[0]! : undefined;
     if (lone?.method === 'tools/call' && this.calls) {
-      return this.calls.call(lone, extra).then((result) => (result === undefined ? this.viaServer(messages, ids, extra) : { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: lone.id, result }) }));
+      return this.calls.call(lone, extra).then((result) => (result === undefined ? this.viaServer(messages, ids, extra) : { status: 200, body: answerJson({ jsonrpc: '2.0', id: lone.id, result }) }));
     }
     return this.viaServer(messages, ids, extra);
   }
