@@ -12,7 +12,7 @@
  * its tools registered costs more than the tool call itself (measured: 2.1 →
  * ~0.8 ms per small read_text_file), and connecting a fresh SDK transport per
  * POST cost a quarter of the call (docs/performance.md). A pooled server holds
- * nothing of any request: the caller travels with the request
+ * nothing of any request: the caller travels with the request's messages
  * (request-caller.ts), and a server goes back to the pool only once every
  * request of its POST was answered — so no handler of it still runs.
  *
@@ -40,7 +40,6 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { PostTransport } from './post-transport.js';
 import { admit } from './batch.js';
 import { NotAuthenticated, type Caller, type CasketDoor } from './door.js';
-import { runAs } from './request-caller.js';
 import { ToolCalls } from './tool-calls.js';
 import { toolEnv } from './tool.js';
 
@@ -172,12 +171,11 @@ async function handleMcpHttp(request: McpHttpRequest, options: McpHttpOptions, l
   const lent = await lend();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<undefined>((resolve) => (timer = setTimeout(resolve, options.deadlineMs ?? DEADLINE_MS, undefined)));
-  // Everything the transport starts — each handler, to its last S3 request — runs as this request's caller.
+  // Every message of the POST carries this request's caller to the handler it reaches (request-caller.ts).
   // An anonymous request reaches no tool (admit refused it); a tool that ran anyway would find no caller and fail.
-  const handle = () => lent.transport.handle(headers, admitted.body);
   let settled = false;
   try {
-    const answered = caller ? runAs(caller, handle) : handle();
+    const answered = lent.transport.handle(headers, admitted.body, caller);
     answered.catch(() => {}); // a failure after the deadline has no one left to tell
     // Resolves once every request of the POST is answered: with unique ids
     // (admit), that is once every handler has returned.

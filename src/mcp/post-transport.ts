@@ -28,6 +28,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { MAX_BATCH_SIZE } from '@modelcontextprotocol/sdk/server/requestBody.js';
 import { isInitializeRequest, JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type JSONRPCRequest, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
 import { answerJson } from './answer-json.js';
+import type { Caller } from './door.js';
+import { callerAuthInfo } from './request-caller.js';
 import type { ToolCalls } from './tool-calls.js';
 
 /** An HTTP answer to a POST: a JSON body, or none (202). */
@@ -83,10 +85,10 @@ export class PostTransport implements Transport {
 
   /**
    * One POST's messages (already parsed from JSON): resolves with its answer
-   * once every request in it is answered. Messages reach the server
-   * synchronously, within the caller's async context (request-caller.ts).
+   * once every request in it is answered. Each message carries `caller`, the
+   * request's authenticated caller, to its handler (request-caller.ts).
    */
-  handle(headers: PostHeaders, parsedBody: unknown): Promise<PostAnswer> {
+  handle(headers: PostHeaders, parsedBody: unknown, caller?: Caller): Promise<PostAnswer> {
     const accept = headers.accept;
     if (!accept?.includes('application/json') || !accept.includes('text/event-stream')) {
       return Promise.resolve(jsonRpcError(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream'));
@@ -111,7 +113,7 @@ export class PostTransport implements Transport {
         return Promise.resolve(jsonRpcError(400, -32000, `Bad Request: Unsupported protocol version: ${version} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`));
       }
     }
-    const extra: MessageExtraInfo = { requestInfo: { headers } };
+    const extra: MessageExtraInfo = { requestInfo: { headers }, ...(caller && { authInfo: callerAuthInfo(caller) }) };
     const requests = messages.filter(isRequest);
     const ids = requests.map((m) => m.id);
     const lone = requests.length === 1 && messages.length === 1 ? requests[0]! : undefined;

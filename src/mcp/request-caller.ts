@@ -1,25 +1,33 @@
 /**
- * The caller of the MCP request being handled, carried by the request itself
- * (AsyncLocalStorage, https://nodejs.org/api/async_context.html) rather than
- * by the tool server that serves it: a tool handler reads `env.caller` at
- * every S3 request it makes, possibly long after it started, and must get
- * the caller of the HTTP request that started it — never whoever the pooled
- * server was lent to since (issue 37, finding 1). Every promise continuation
- * a handler awaits keeps the store of the `run` it began under.
+ * The caller of the MCP request being handled, carried by the request's own
+ * messages rather than by the tool server that serves it: the endpoint puts
+ * it in each message's `authInfo` (http.ts → post-transport.ts), which is
+ * how the MCP SDK hands a transport's validated token to request handlers
+ * (MessageExtraInfo.authInfo → RequestHandlerExtra.authInfo), and each tool
+ * handler takes it from its own `extra` (tool.ts guarded). So a handler keeps
+ * the caller of the HTTP request that started it for its whole life, never
+ * whoever the pooled server was lent to since (issue 37, finding 1). A client
+ * cannot set it: no part of a JSON-RPC message reaches `authInfo`.
+ *
+ * Not an AsyncLocalStorage, as it was: on Node 20 a store once entered turns
+ * on promise hooks for the whole process, for good — measured, a casket
+ * that had answered one MCP call then spent 9% more CPU on every GetObject
+ * (271 → 295 µs at c=8, docs/performance.md).
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Caller } from './door.js';
 
-const current = new AsyncLocalStorage<Caller>();
+/** The key of `authInfo.extra` that holds casket's caller. */
+const CALLER = 'casketCaller';
 
-/** Runs `handle` (and everything it starts) as `caller`. */
-export function runAs<T>(caller: Caller, handle: () => T): T {
-  return current.run(caller, handle);
+/** The authInfo a request's messages carry: who casket authenticated (its token is not repeated here). */
+export function callerAuthInfo(caller: Caller): AuthInfo {
+  return { token: '', clientId: caller.agent ?? caller.accessKeyId, scopes: [], extra: { [CALLER]: caller } };
 }
 
-/** The caller of the request this code runs for; throws outside of any (a tool run without a request is a bug, not an anonymous call). */
-export function requestCaller(): Caller {
-  const caller = current.getStore();
+/** The caller of the request a handler runs for, from its `extra`; throws without one (a tool run without a request is a bug, not an anonymous call). */
+export function requestCaller(extra: { authInfo?: AuthInfo } | undefined): Caller {
+  const caller = extra?.authInfo?.extra?.[CALLER] as Caller | undefined;
   if (!caller) throw new Error('An MCP tool ran outside of the request that called it.');
   return caller;
 }

@@ -67,6 +67,7 @@ export class ToolCalls {
         signal: NEVER,
         requestId: request.id,
         requestInfo: extra?.requestInfo,
+        authInfo: extra?.authInfo,
         sendNotification: async () => {},
         sendRequest: () => Promise.reject(new Error('casket\'s tools send no requests to the client')),
       });

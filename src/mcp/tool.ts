@@ -12,36 +12,33 @@ import { refusal } from './refusals.js';
 import { requestCaller } from './request-caller.js';
 import { toolError } from './results.js';
 
-export interface ToolEnv {
+/** What every tool server is built with: the door and the limits. It holds nothing of any request (tools.ts pools the servers). */
+export interface SharedEnv {
   door: CasketDoor;
-  /** The caller of the request being handled, read at each use (request-caller.ts): never a field a pooled server keeps. */
-  readonly caller: Caller;
   /** Largest file a text tool reads or writes, bytes. */
   maxTextBytes: number;
 }
 
-/**
- * The env every tool server is built with. It holds nothing of any request:
- * `caller` is read from the request being handled each time a tool asks, so
- * a handler keeps its own request's caller for its whole life, whichever
- * request the server serves meanwhile (issue 37, finding 1).
- */
-export function toolEnv(door: CasketDoor, maxTextBytes: number): ToolEnv {
-  return {
-    door,
-    maxTextBytes,
-    get caller() {
-      return requestCaller();
-    },
-  };
+/** What a tool handler works with during one call: the shared env and the caller of the request that made the call. */
+export interface ToolEnv extends SharedEnv {
+  readonly caller: Caller;
 }
 
-export type RegisterTool = (server: McpServer, env: ToolEnv) => void;
+export function toolEnv(door: CasketDoor, maxTextBytes: number): SharedEnv {
+  return { door, maxTextBytes };
+}
 
-/** Runs a handler; bad arguments become tool errors the model can correct, never protocol errors. */
-export async function guarded(run: () => Promise<CallToolResult>): Promise<CallToolResult> {
+export type RegisterTool = (server: McpServer, shared: SharedEnv) => void;
+
+/** A handler's `extra` as the SDK gives it: what request-caller.ts reads the caller from. */
+export type HandlerExtra = Parameters<typeof requestCaller>[0];
+
+/** Runs a handler with its call's env; bad arguments become tool errors the model can correct, never protocol errors. */
+export async function guarded(shared: SharedEnv, extra: HandlerExtra, run: (env: ToolEnv) => Promise<CallToolResult>): Promise<CallToolResult> {
+  // The caller of this call's own request (request-caller.ts), for the whole of it.
+  const env: ToolEnv = { door: shared.door, maxTextBytes: shared.maxTextBytes, caller: requestCaller(extra) };
   try {
-    return await run();
+    return await run(env);
   } catch (e) {
     if (e instanceof BadArgument) return toolError(`${e.message} Nothing was written.`, { error: 'invalid-argument' });
     throw e;

@@ -3,13 +3,13 @@
  * the reference filesystem server names them where it has one (docs/design.md §8),
  * each answer wrapped with the caller's "changed since you read" reminders
  * (reminders.ts). The HTTP endpoint (stateless, http.ts) pools these servers;
- * the caller is not theirs but the request's (request-caller.ts), and no
+ * the caller is not theirs but each call's (request-caller.ts), and no
  * session state ties an agent to one replica.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { remindOn } from './reminders.js';
 import type { ToolCalls } from './tool-calls.js';
-import type { RegisterTool, ToolEnv } from './tool.js';
+import type { RegisterTool, SharedEnv } from './tool.js';
 import { register as apply_patch } from './tools/apply_patch.js';
 import { register as delete_file } from './tools/delete_file.js';
 import { register as edit_file } from './tools/edit_file.js';
@@ -41,11 +41,11 @@ export const INSTRUCTIONS = [
 ].join('\n');
 
 /** `calls`, when given, keeps the tools for answering a tools/call directly (tool-calls.ts, over HTTP). */
-export function toolServer(env: ToolEnv, calls?: ToolCalls): McpServer {
+export function toolServer(shared: SharedEnv, calls?: ToolCalls): McpServer {
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   calls?.capture(server);
   // Every tool's answer carries the "changed since you read" reminders due (reminders.ts).
-  remindOn(server, env);
-  for (const register of TOOLS) register(server, env);
+  remindOn(server, shared);
+  for (const register of TOOLS) register(server, shared);
   return server;
 }

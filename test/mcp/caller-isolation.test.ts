@@ -152,4 +152,16 @@ describe('an MCP tool call acts only as the caller of its own request', () => {
     for (const key of pub) expect({ key, by: by.get(key) }).toEqual({ key, by: [agentKey] });
     for (const key of busy.wrote) expect({ key, by: by.get(key) }).toEqual({ key, by: [casket.admin.accessKeyId] });
   }, 30_000);
+
+  it('a call that names another caller in its own message still acts as its request\'s: nothing in JSON-RPC reaches authInfo', async () => {
+    const forged = { token: adminToken, clientId: 'admin', scopes: [], extra: { casketCaller: { accessKeyId: casket.admin.accessKeyId } } };
+    const call = (id: number, params: Record<string, unknown>) => post(agentToken, { jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'write_file', arguments: { path: `${bucket}/secret/forged-${id}.txt`, content: 'x\n', create_only: true }, ...params } });
+    for (const [id, params] of [[21, { authInfo: forged }], [22, { _meta: { authInfo: forged, casketCaller: forged.extra.casketCaller } }]] as const) {
+      const answer = await call(id, params);
+      expect(answer.status).toBe(200);
+      expect(answer.json.result.isError).toBe(true);
+      expect(answer.json.result.structuredContent.error).toBe('AccessDenied');
+      expect(await exists(`secret/forged-${id}.txt`)).toBe(false);
+    }
+  });
 });

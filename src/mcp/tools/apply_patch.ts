@@ -77,7 +77,7 @@ const OUTPUT_SCHEMA = answerSchema({
   written: z.boolean(),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'apply_patch',
     {
@@ -88,8 +88,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    ({ patch }) =>
-      guarded(async () => {
+    ({ patch }, extra) =>
+      guarded(shared, extra, async (env) => {
         let files: StructuredPatch[];
         try {
           files = parsePatch(patch);

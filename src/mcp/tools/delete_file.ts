@@ -14,7 +14,7 @@ import { derivedCondition } from './write_file.js';
 /** Built once: the server is built per request (tools.ts). */
 const OUTPUT_SCHEMA = answerSchema({ path: pathField, deleted: z.boolean(), written: z.boolean() });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'delete_file',
     {
@@ -27,8 +27,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    ({ path, expected_etag }) =>
-      guarded(async () => {
+    ({ path, expected_etag }, extra) =>
+      guarded(shared, extra, async (env) => {
         const p = requireFile(path);
         let headers: Record<string, string>;
         if (expected_etag !== undefined) headers = { 'if-match': parseETagArgument(expected_etag) };

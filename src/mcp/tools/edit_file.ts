@@ -66,7 +66,7 @@ const OUTPUT_SCHEMA = answerSchema({
   written: z.boolean(),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'edit_file',
     {
@@ -83,8 +83,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    ({ path, edits, expected_etag, dryRun, merge }) =>
-      guarded(async () => {
+    ({ path, edits, expected_etag, dryRun, merge }, extra) =>
+      guarded(shared, extra, async (env) => {
         const p = requireFile(path);
         let base = expected_etag !== undefined ? parseETagArgument(expected_etag) : undefined;
         if (base === undefined && env.caller.agent !== undefined) {

@@ -22,7 +22,7 @@ const OUTPUT_SCHEMA = answerSchema({
   your_read_etag: z.string().describe('the version you last read'),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'get_file_info',
     {
@@ -33,8 +33,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    ({ path }) =>
-      guarded(async () => {
+    ({ path }, extra) =>
+      guarded(shared, extra, async (env) => {
         const p = requireFile(path);
         const head = await env.door.s3(env.caller, { method: 'HEAD', bucket: p.bucket, key: p.key });
         if (head.failure) return refused(env, 'get_file_info', p, head.failure);

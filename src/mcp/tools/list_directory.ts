@@ -50,7 +50,7 @@ const OUTPUT_SCHEMA = answerSchema({
   truncated: z.boolean().describe('true when the listing stopped early'),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'list_directory',
     {
@@ -60,8 +60,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    ({ path }) =>
-      guarded(async () => {
+    ({ path }, extra) =>
+      guarded(shared, extra, async (env) => {
         const p = parsePath(path);
         const prefix = p.key === '' || p.key.endsWith('/') ? p.key : `${p.key}/`;
         const listed = await listKeys(env, p.bucket, prefix, '/');

@@ -30,7 +30,7 @@ const OUTPUT_SCHEMA = answerSchema({
   source_deleted: z.boolean(),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'move_file',
     {
@@ -46,8 +46,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    ({ source, destination, expected_etag, destination_etag }) =>
-      guarded(async () => {
+    ({ source, destination, expected_etag, destination_etag }, extra) =>
+      guarded(shared, extra, async (env) => {
         const from = requireFile(source);
         const to = requireFile(destination);
         let version = expected_etag !== undefined ? parseETagArgument(expected_etag) : undefined;

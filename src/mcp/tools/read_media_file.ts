@@ -26,7 +26,7 @@ function mimeOf(key: string, contentType: string | undefined): string {
   return BY_EXTENSION[key.slice(key.lastIndexOf('.') + 1).toLowerCase()] ?? 'application/octet-stream';
 }
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'read_media_file',
     {
@@ -35,8 +35,8 @@ export const register: RegisterTool = (server, env) => {
       inputSchema: { path: z.string().describe('bucket/key or s3://bucket/key') },
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    ({ path }) =>
-      guarded(async (): Promise<CallToolResult> => {
+    ({ path }, extra) =>
+      guarded(shared, extra, async (env): Promise<CallToolResult> => {
         const p = requireFile(path);
         const res = await env.door.s3(env.caller, { method: 'GET', bucket: p.bucket, key: p.key }, { maxBytes: env.maxTextBytes, stamp: 'full' });
         if (res.failure) return refused(env, 'read_media_file', p, res.failure);

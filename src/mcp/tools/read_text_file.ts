@@ -23,7 +23,7 @@ const OUTPUT_SCHEMA = answerSchema({
   content: z.string().describe('the text shown'),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'read_text_file',
     {
@@ -42,8 +42,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    ({ path, head, tail, offset, limit }) =>
-      guarded(async () => {
+    ({ path, head, tail, offset, limit }, extra) =>
+      guarded(shared, extra, async (env) => {
         const p = requireFile(path);
         if (head !== undefined && tail !== undefined) throw new BadArgument('Give head or tail, not both.');
         let shown: { text: string; from: number; to: number; total: number } | undefined;

@@ -34,7 +34,7 @@ export function globToRegExp(glob: string): RegExp {
 /** Built once: the server is built per request (tools.ts). */
 const OUTPUT_SCHEMA = answerSchema({ matches: z.array(z.object({ path: pathField, size: z.number(), etag: etagField })), truncated: z.boolean() });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'search_files',
     {
@@ -48,8 +48,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    ({ path, pattern, excludePatterns }) =>
-      guarded(async () => {
+    ({ path, pattern, excludePatterns }, extra) =>
+      guarded(shared, extra, async (env) => {
         const p = parsePath(path);
         const prefix = p.key === '' || p.key.endsWith('/') ? p.key : `${p.key}/`;
         const listed = await listKeys(env, p.bucket, prefix, undefined);

@@ -44,7 +44,7 @@ const OUTPUT_SCHEMA = answerSchema({
   ),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'what_changed',
     {
@@ -54,8 +54,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    ({ since }) =>
-      guarded(async () => {
+    ({ since }, extra) =>
+      guarded(shared, extra, async (env) => {
         const res = await env.door.changes(env.caller, since);
         const body = res.body as { cursor?: string; changes?: Change[]; error?: string; message?: string };
         if (res.status !== 200) return toolError(`Refused: ${body.message ?? body.error ?? 'the changes feed failed'}`, { error: body.error ?? 'changes-failed' });

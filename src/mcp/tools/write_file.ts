@@ -32,7 +32,7 @@ export async function derivedCondition(env: ToolEnv, p: ObjectPath): Promise<Rec
 /** Built once: the server is built per request (tools.ts). */
 const OUTPUT_SCHEMA = answerSchema({ path: pathField, etag: etagField.describe('the new version: pass it as expected_etag to write again'), bytes: z.number(), written: z.boolean() });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'write_file',
     {
@@ -48,8 +48,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    ({ path, content, expected_etag, create_only }) =>
-      guarded(async () => {
+    ({ path, content, expected_etag, create_only }, extra) =>
+      guarded(shared, extra, async (env) => {
         const p = requireFile(path);
         const body = Buffer.from(content, 'utf8');
         if (body.length > env.maxTextBytes) return tooLarge('content', body.length, env.maxTextBytes);

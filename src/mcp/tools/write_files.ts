@@ -25,7 +25,7 @@ const OUTPUT_SCHEMA = answerSchema({
   refused: z.array(z.record(z.string(), z.unknown())).describe('each refused file, as write_file would refuse it; when any is refused, none is written'),
 });
 
-export const register: RegisterTool = (server, env) => {
+export const register: RegisterTool = (server, shared) => {
   server.registerTool(
     'write_files',
     {
@@ -48,8 +48,8 @@ export const register: RegisterTool = (server, env) => {
       outputSchema: OUTPUT_SCHEMA,
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false },
     },
-    ({ files }) =>
-      guarded(async () => {
+    ({ files }, extra) =>
+      guarded(shared, extra, async (env) => {
         if (files.length > MAX_FILES) throw new BadArgument(`write_files takes at most ${MAX_FILES} files; split the ${files.length} into several calls.`);
         const seen = new Set<string>();
         const planned: Array<ChangesetFile & { where: string; base?: string }> = [];
