@@ -15,7 +15,8 @@
  *   payload, constant-time compare, expiry), find the object, decode it as UTF-8, count its lines,
  *   and answer the result casket answers — the text and a note in
  *   `content`, and path, etag, lines, read and the text again in
- *   `structuredContent` (both views: docs/design.md §12).
+ *   `structuredContent` (both views: docs/design.md §12), written by
+ *   casket's own answer-json.ts (the text escaped once, as casket does).
  *
  * No logging, no read stamps, no policy, no metrics: casket's cost above
  * this line is casket's; the two floors' ratio is what the protocols
@@ -28,6 +29,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { answerJson } from '../../dist/mcp/answer-json.js';
 import { readToken, tokenHolds } from '../../dist/mcp/token.js';
 import { fastSigner } from './signer.mjs';
 
@@ -94,7 +96,7 @@ createServer(async (req, res) => {
     for (let i = text.indexOf('\n'); i !== -1; i = text.indexOf('\n', i + 1)) total++;
     const note = `[${p}: etag ${o.etag}, all ${total} lines, a full read]`;
     const result = { content: [{ type: 'text', text }, { type: 'text', text: note }], structuredContent: { path: p, etag: o.etag, lines: { from: 1, to: total, total }, read: 'full', content: text } };
-    return answer(res, 200, { 'content-type': 'application/json' }, Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: message.id, result })));
+    return answer(res, 200, { 'content-type': 'application/json' }, Buffer.from(answerJson({ jsonrpc: '2.0', id: message.id, result })));
   }
   if (!signed(req, path)) return answer(res, 403, {}, Buffer.alloc(0));
   if (req.method === 'PUT') {
