@@ -77,11 +77,21 @@ export class RedisEventLog implements EventLog {
     this.signal.emit();
   }
 
-  /** The stream's last-generated-id and max-deleted-entry-id (Redis 7), or none when the stream does not exist yet. */
-  private async bounds(): Promise<{ last: string; deleted: string } | undefined> {
+  /**
+   * From XINFO STREAM (Redis 7): the last id the stream gave, the newest id
+   * XDEL deleted, the oldest id it keeps (undefined when it keeps none), and
+   * whether it ever dropped an entry; none when the stream does not exist yet.
+   */
+  private async bounds(): Promise<{ last: string; deleted: string; first: string | undefined; dropped: boolean } | undefined> {
     try {
       const m = info((await this.redis.call('XINFO', 'STREAM', this.key)) as unknown[]);
-      return { last: String(m.get('last-generated-id') ?? '0-0'), deleted: String(m.get('max-deleted-entry-id') ?? '0-0') };
+      const length = Number(m.get('length'));
+      return {
+        last: String(m.get('last-generated-id') ?? '0-0'),
+        deleted: String(m.get('max-deleted-entry-id') ?? '0-0'),
+        first: length > 0 ? String(m.get('recorded-first-entry-id')) : undefined,
+        dropped: Number(m.get('entries-added')) > length,
+      };
     } catch (e) {
       if (e instanceof Error && /no such key/i.test(e.message)) return undefined;
       throw e;
@@ -91,8 +101,12 @@ export class RedisEventLog implements EventLog {
   async read(after: string, limit: number): Promise<EventPage> {
     const [bounds, rows] = await Promise.all([this.bounds(), this.redis.xrange(this.key, `(${after}`, '+', 'COUNT', limit)]);
     if (!bounds) return { events: [], lost: after !== '0-0' };
-    // Behind what was trimmed, or ahead of anything this stream gave (another Redis): events were missed.
-    const lost = before(after, bounds.deleted) || before(bounds.last, after);
+    // Events were missed by a cursor ahead of anything this stream gave (another Redis), behind what XDEL
+    // deleted, or behind what MAXLEN trimmed — which moves the oldest entry but not max-deleted-entry-id
+    // (XINFO STREAM: https://redis.io/docs/latest/commands/xinfo-stream/). Ids are not consecutive, so a
+    // cursor before the oldest kept entry of a stream that dropped some is told `lost` even in the one case
+    // where it missed nothing (its own entry was exactly the last one trimmed): the stream cannot tell.
+    const lost = before(bounds.last, after) || before(after, bounds.deleted) || (bounds.dropped && before(after, bounds.first ?? bounds.last));
     const events = rows.map(([id, fields]) => new LoggedEvent(id, fields[1] ?? '{}', sequencer(id)));
     return { events, lost };
   }

@@ -3,8 +3,8 @@
  * fell behind what they keep (`lost`), keep webhook cursors, and the
  * stream (events/stream.ts) turns that into `event: lost` on a resume and
  * `event: lagged` and the end for a subscriber that fell behind. SQLite
- * keeps ids across a reopen; memory and SQLite are run here, Redis by
- * several-caskets.test.ts.
+ * keeps ids across a reopen; memory and SQLite are run here, Redis in
+ * redis-log.test.ts (and end to end by several-caskets.test.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
