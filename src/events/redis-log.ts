@@ -35,6 +35,7 @@ type StreamId = [bigint, bigint];
 
 function parseId(id: string): StreamId {
   const [ms, n] = id.split('-');
+  // Stryker disable next-line StringLiteral: BigInt('') is 0n, as BigInt('0') is
   return [BigInt(ms ?? '0'), BigInt(n ?? '0')];
 }
 
@@ -52,6 +53,7 @@ function sequencer(id: string): string {
 /** XINFO STREAM's flat [name, value, …] reply as a map. */
 function info(reply: unknown[]): Map<string, unknown> {
   const m = new Map<string, unknown>();
+  // Stryker disable next-line EqualityOperator,ArithmeticOperator: the reply is name, value pairs (an even length), so a step past the last pair only sets a name "undefined" nobody reads
   for (let i = 0; i + 1 < reply.length; i += 2) m.set(String(reply[i]), reply[i + 1]);
   return m;
 }
@@ -72,7 +74,8 @@ export class RedisEventLog implements EventLog {
   }
 
   async append(record: StoredRecord): Promise<void> {
-    // MAXLEN ~: trimmed by whole macro nodes, cheap, keeping at least maxEvents.
+    // MAXLEN ~: trimmed by whole macro nodes, cheap, keeping at least maxEvents. One field, r: read() takes
+    // its value (XADD takes at least one field and value, so every entry has one).
     await this.redis.xadd(this.key, 'MAXLEN', '~', String(this.maxEvents), '*', 'r', JSON.stringify(record));
     this.signal.emit();
   }
@@ -87,7 +90,7 @@ export class RedisEventLog implements EventLog {
       const m = info((await this.redis.call('XINFO', 'STREAM', this.key)) as unknown[]);
       const length = Number(m.get('length'));
       return {
-        last: String(m.get('last-generated-id') ?? '0-0'),
+        last: String(m.get('last-generated-id')),
         deleted: String(m.get('max-deleted-entry-id') ?? '0-0'),
         first: length > 0 ? String(m.get('recorded-first-entry-id')) : undefined,
         dropped: Number(m.get('entries-added')) > length,
@@ -107,7 +110,7 @@ export class RedisEventLog implements EventLog {
     // cursor before the oldest kept entry of a stream that dropped some is told `lost` even in the one case
     // where it missed nothing (its own entry was exactly the last one trimmed): the stream cannot tell.
     const lost = before(bounds.last, after) || before(after, bounds.deleted) || (bounds.dropped && before(after, bounds.first ?? bounds.last));
-    const events = rows.map(([id, fields]) => new LoggedEvent(id, fields[1] ?? '{}', sequencer(id)));
+    const events = rows.map(([id, fields]) => new LoggedEvent(id, fields[1]!, sequencer(id)));
     return { events, lost };
   }
 
@@ -172,7 +175,13 @@ export class RedisEventLog implements EventLog {
     this.closed = true;
     const reader = this.reader;
     this.reader = undefined;
-    if (reader) reader.disconnect();
+    if (reader) {
+      // closeRedis marks it closed for good: a bare disconnect() is an outage to openRedis, which connected it
+      // again a second later and held that connection open for ever. Its QUIT would wait out the follower's
+      // blocking XREAD (up to BLOCK_MS), so the connection is cut at once.
+      void closeRedis(reader);
+      reader.disconnect();
+    }
     await closeRedis(this.redis);
   }
 }

@@ -116,6 +116,67 @@ describe.runIf(need('redis-server', hasRedis()))('the Redis event log', () => {
     await log.close();
   });
 
+  it('is, as casket opens it, the stream casket:events, each entry one field r holding the record\'s JSON', async () => {
+    const log = await RedisEventLog.connect({ url: redis.url });
+    const stored = record('plain');
+    await log.append(stored);
+    const entries = await raw.xrange('casket:events', '-', '+');
+    expect(entries.map(([, fields]) => fields)).toEqual([['r', JSON.stringify(stored)]]);
+    await log.close();
+  });
+
+  it('tells a reader behind an entry deleted by hand (XDEL), or behind a stream emptied (XTRIM), that it lost events', async () => {
+    const prefix = fresh();
+    const log = await open(prefix);
+    for (const k of ['a', 'b', 'c', 'd']) await log.append(record(k));
+    const ids = (await log.read('0-0', 10)).events.map((e) => e.id);
+    await raw.xdel(`${prefix}events`, ids[2]!);
+    expect((await log.read(ids[1]!, 10)).lost).toBe(true);
+    expect((await log.read(ids[2]!, 10)).lost).toBe(false);
+    await raw.xtrim(`${prefix}events`, 'MAXLEN', 0);
+    expect(await log.read(ids[2]!, 10)).toEqual({ events: [], lost: true });
+    expect(await log.read(ids[3]!, 10)).toEqual({ events: [], lost: false });
+    await log.close();
+  });
+
+  it('refuses to read a key of another type where its stream should be, rather than call it empty', async () => {
+    const prefix = fresh();
+    await raw.set(`${prefix}events`, 'not a stream');
+    const log = await open(prefix);
+    await expect(log.head()).rejects.toThrow(/WRONGTYPE/);
+    await expect(log.read('0-0', 10)).rejects.toThrow(/WRONGTYPE/);
+    await log.close();
+  });
+
+  it('wakes its listeners once per append of another casket, and not while nothing is appended', async () => {
+    const prefix = fresh();
+    const [here, there] = await Promise.all([open(prefix), open(prefix)]);
+    const heard = [0, 0];
+    here.onAppend(() => heard[0]!++);
+    here.onAppend(() => heard[1]!++);
+    // Longer than one blocking read (2 s): an empty answer wakes nobody.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(heard).toEqual([0, 0]);
+    await there.append(record('one'));
+    await until(() => heard[0]! > 0, 'the append to wake this casket');
+    await new Promise((r) => setTimeout(r, 800));
+    expect(heard).toEqual([1, 1]);
+    await Promise.all([here.close(), there.close()]);
+  });
+
+  it('once closed holds no connection to Redis, its follower\'s neither', async () => {
+    const clients = async () => String(await raw.client('LIST')).trim().split('\n').length;
+    const before = await clients();
+    const log = await open(fresh());
+    log.onAppend(() => {});
+    await until(async () => (await clients()) === before + 2, 'the log and its follower to connect');
+    await log.close();
+    await until(async () => (await clients()) === before, 'both connections to close');
+    // Nor does the follower come back.
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(await clients()).toBe(before);
+  });
+
   it('takes as a Last-Event-ID only a stream id: two integers of 1 to 15 digits', async () => {
     const log = await open(fresh());
     for (const id of ['0-0', '1700000000000-12', '123456789012345-123456789012345']) expect(log.validId(id), id).toBe(true);
