@@ -180,20 +180,23 @@ describe.runIf(need('redis-server', hasRedis()))('the Redis event log', () => {
   it('wakes its listeners again once Redis is back from an outage', async () => {
     // A server of its own: this one goes down.
     const down = await startRedis();
-    const [here, there] = await Promise.all([RedisEventLog.connect({ url: down.url }), RedisEventLog.connect({ url: down.url })]);
-    let heard = 0;
-    here.onAppend(() => heard++);
-    await new Promise((r) => setTimeout(r, 200));
-    await down.stop();
-    // While it is down each failed blocking read wakes the readers (they then find the log out of reach).
-    await until(() => heard > 0, 'the outage to wake the readers');
-    await down.start();
-    await until(async () => (await there.append(record('back')).then(() => true, () => false)), 'the other casket to append again');
-    const before = heard;
-    await there.append(record('again'));
-    await until(() => heard > before, 'the append after the outage to wake this casket');
-    await Promise.all([here.close(), there.close()]);
-    await down.stop();
+    try {
+      const [here, there] = await Promise.all([RedisEventLog.connect({ url: down.url }), RedisEventLog.connect({ url: down.url })]);
+      let heard = 0;
+      here.onAppend(() => heard++);
+      await new Promise((r) => setTimeout(r, 200));
+      await down.stop();
+      // While it is down each failed blocking read wakes the readers (they then find the log out of reach).
+      await until(() => heard > 0, 'the outage to wake the readers');
+      await down.start();
+      await until(async () => there.append(record('back')).then(() => true, () => false), 'the other casket to append again');
+      const before = heard;
+      await there.append(record('again'));
+      await until(() => heard > before, 'the append after the outage to wake this casket');
+      await Promise.all([here.close(), there.close()]);
+    } finally {
+      await down.stop();
+    }
   });
 
   it('takes as a Last-Event-ID only a stream id: two integers of 1 to 15 digits', async () => {
