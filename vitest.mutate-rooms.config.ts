@@ -50,6 +50,7 @@ const TESTS: Record<string, string[]> = {
     'test/events/publish.test.ts',
     'test/events/record-json.test.ts',
     'test/events/record.test.ts',
+    'test/events/redis-log.test.ts',
     'test/events/stream-credentials.test.ts',
     'test/events/stream-stop.test.ts',
     'test/events/tail.test.ts',

@@ -35,6 +35,7 @@ type StreamId = [bigint, bigint];
 
 function parseId(id: string): StreamId {
   const [ms, n] = id.split('-');
+  // Stryker disable next-line StringLiteral: BigInt('') is 0n, as BigInt('0') is
   return [BigInt(ms ?? '0'), BigInt(n ?? '0')];
 }
 
@@ -52,6 +53,7 @@ function sequencer(id: string): string {
 /** XINFO STREAM's flat [name, value, …] reply as a map. */
 function info(reply: unknown[]): Map<string, unknown> {
   const m = new Map<string, unknown>();
+  // Stryker disable next-line EqualityOperator,ArithmeticOperator: the reply is name, value pairs (an even length), so a step past the last pair only sets a name "undefined" nobody reads
   for (let i = 0; i + 1 < reply.length; i += 2) m.set(String(reply[i]), reply[i + 1]);
   return m;
 }
@@ -72,16 +74,27 @@ export class RedisEventLog implements EventLog {
   }
 
   async append(record: StoredRecord): Promise<void> {
-    // MAXLEN ~: trimmed by whole macro nodes, cheap, keeping at least maxEvents.
+    // MAXLEN ~: trimmed by whole macro nodes, cheap, keeping at least maxEvents. One field, r: read() takes
+    // its value (XADD takes at least one field and value, so every entry has one).
     await this.redis.xadd(this.key, 'MAXLEN', '~', String(this.maxEvents), '*', 'r', JSON.stringify(record));
     this.signal.emit();
   }
 
-  /** The stream's last-generated-id and max-deleted-entry-id (Redis 7), or none when the stream does not exist yet. */
-  private async bounds(): Promise<{ last: string; deleted: string } | undefined> {
+  /**
+   * From XINFO STREAM (Redis 7): the last id the stream gave, the newest id
+   * XDEL deleted, the oldest id it keeps (undefined when it keeps none), and
+   * whether it ever dropped an entry; none when the stream does not exist yet.
+   */
+  private async bounds(): Promise<{ last: string; deleted: string; first: string | undefined; dropped: boolean } | undefined> {
     try {
       const m = info((await this.redis.call('XINFO', 'STREAM', this.key)) as unknown[]);
-      return { last: String(m.get('last-generated-id') ?? '0-0'), deleted: String(m.get('max-deleted-entry-id') ?? '0-0') };
+      const length = Number(m.get('length'));
+      return {
+        last: String(m.get('last-generated-id')),
+        deleted: String(m.get('max-deleted-entry-id') ?? '0-0'),
+        first: length > 0 ? String(m.get('recorded-first-entry-id')) : undefined,
+        dropped: Number(m.get('entries-added')) > length,
+      };
     } catch (e) {
       if (e instanceof Error && /no such key/i.test(e.message)) return undefined;
       throw e;
@@ -91,9 +104,13 @@ export class RedisEventLog implements EventLog {
   async read(after: string, limit: number): Promise<EventPage> {
     const [bounds, rows] = await Promise.all([this.bounds(), this.redis.xrange(this.key, `(${after}`, '+', 'COUNT', limit)]);
     if (!bounds) return { events: [], lost: after !== '0-0' };
-    // Behind what was trimmed, or ahead of anything this stream gave (another Redis): events were missed.
-    const lost = before(after, bounds.deleted) || before(bounds.last, after);
-    const events = rows.map(([id, fields]) => new LoggedEvent(id, fields[1] ?? '{}', sequencer(id)));
+    // Events were missed by a cursor ahead of anything this stream gave (another Redis), behind what XDEL
+    // deleted, or behind what MAXLEN trimmed — which moves the oldest entry but not max-deleted-entry-id
+    // (XINFO STREAM: https://redis.io/docs/latest/commands/xinfo-stream/). Ids are not consecutive, so a
+    // cursor before the oldest kept entry of a stream that dropped some is told `lost` even in the one case
+    // where it missed nothing (its own entry was exactly the last one trimmed): the stream cannot tell.
+    const lost = before(bounds.last, after) || before(after, bounds.deleted) || (bounds.dropped && before(after, bounds.first ?? bounds.last));
+    const events = rows.map(([id, fields]) => new LoggedEvent(id, fields[1]!, sequencer(id)));
     return { events, lost };
   }
 
@@ -158,7 +175,13 @@ export class RedisEventLog implements EventLog {
     this.closed = true;
     const reader = this.reader;
     this.reader = undefined;
-    if (reader) reader.disconnect();
+    if (reader) {
+      // closeRedis marks it closed for good: a bare disconnect() is an outage to openRedis, which connected it
+      // again a second later and held that connection open for ever. Its QUIT would wait out the follower's
+      // blocking XREAD (up to BLOCK_MS), so the connection is cut at once.
+      void closeRedis(reader);
+      reader.disconnect();
+    }
     await closeRedis(this.redis);
   }
 }

@@ -98,7 +98,6 @@ export class SqliteEventLog implements EventLog {
     const newest = this.newest();
     const oldest = this.oldest.get()?.id ?? newest + 1;
     const lost = cursor + 1 < oldest || cursor > newest;
-    if (cursor > newest) return { events: [], lost };
     const events = this.page.all(cursor, limit).map((row) => new LoggedEvent(String(row.id), row.record, integerSequencer(row.id)));
     return { events, lost };
   }

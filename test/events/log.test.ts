@@ -3,8 +3,8 @@
  * fell behind what they keep (`lost`), keep webhook cursors, and the
  * stream (events/stream.ts) turns that into `event: lost` on a resume and
  * `event: lagged` and the end for a subscriber that fell behind. SQLite
- * keeps ids across a reopen; memory and SQLite are run here, Redis by
- * several-caskets.test.ts.
+ * keeps ids across a reopen; memory and SQLite are run here, Redis in
+ * redis-log.test.ts (and end to end by several-caskets.test.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -123,9 +123,25 @@ describe('where a log starts forgetting, exactly', () => {
     expect(await again.head()).toBe('512');
     const gone = await again.read('508', 10);
     expect(gone).toEqual({ events: [], lost: true });
+    // Every event forgotten: a cursor just before the newest missed it.
+    expect(await again.read('511', 10)).toEqual({ events: [], lost: true });
+    expect(await again.read('512', 10)).toEqual({ events: [], lost: false });
     await again.append(record('k513'));
     expect(ids(await again.read('512', 10))).toEqual([513]);
     await again.close();
+  });
+
+  it('sqlite: a TTL shorter than the time between appends keeps the log from growing, pruning twice what was appended since', async () => {
+    const log = new SqliteEventLog(join(mkdtempSync(join(dir, 'ttl-')), 'events.db'), 1, 100_000);
+    // Each prune (every 512 appends) forgets up to 1,024 expired events: more than came since, so it keeps up.
+    for (let i = 1; i <= 2048; i++) {
+      await log.append(record(`k${i}`));
+      if (i % 512 === 511) await new Promise((r) => setTimeout(r, 5)); // past the TTL of 1 ms
+    }
+    const kept = await log.read('0', 5_000);
+    expect(kept.lost).toBe(true);
+    expect(kept.events.length).toBeLessThan(512);
+    await log.close();
   });
 
   it('gives each id a sequencer of 16 upper-case hex digits, as AWS writes them', () => {

@@ -79,6 +79,22 @@ describe('an event record read from the log', () => {
     expect(JSON.parse(event.json)).toEqual({ eventName: 's3:ObjectCreated:Put', s3: { object: { key: 'k', sequencer: '01' } } });
   });
 
+  it('is never spliced where the splice would not be JSON.stringify of the record: an empty object, a sequencer already there', () => {
+    // Each of these has `}},"casket":` where recordOf's JSON has it; the text a reader gets is still exactly the record's.
+    const shapes = [
+      { s3: { object: {} }, casket: {} },
+      { s3: { object: { key: 'k', sequencer: '00' } }, casket: {} },
+    ];
+    for (const shape of shapes) {
+      const stored = JSON.stringify(shape);
+      expect(jsonWithSequencer(stored, '01'), stored).toBeUndefined();
+      expect(new LoggedEvent('1', stored, '01').json, stored).toBe(JSON.stringify({ ...shape, s3: { object: { ...shape.s3.object, sequencer: '01' } } }));
+    }
+    // Not a JSON object at all: no text is made of it, and a reader is told it is not JSON.
+    expect(jsonWithSequencer('}},"casket":{}', '01')).toBeUndefined();
+    expect(() => new LoggedEvent('1', '}},"casket":{}', '01').json).toThrow(SyntaxError);
+  });
+
   it('from the memory log (an object, not JSON) gives the same text', () => {
     const stored = recordOf(notice(random(7)), 'us-east-1');
     expect(new LoggedEvent('3', stored, '03').json).toBe(JSON.stringify(withSequencer(stored, '03')));

@@ -119,6 +119,9 @@ describe('a filter', () => {
     [{ events: ['s3:ObjectCreated:*'] }, true, false],
     [{ events: ['s3:ObjectRemoved:*', 'casket:'] }, false, true],
     [{ events: ['ObjectCreated'] }, false, false],
+    // Only a trailing `*` is AWS's wildcard; anywhere else it is a character no event name holds.
+    [{ events: ['s3:Object*Created:'] }, false, false],
+    [{ events: ['*casket:'] }, false, false],
     [{ buckets: ['docs'], prefix: 'reports/', events: ['s3:'] }, true, false],
     [{ buckets: ['docs'], prefix: 'other/' }, false, false],
   ];

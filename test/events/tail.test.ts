@@ -239,3 +239,210 @@ describe('a sampled stream (?sample=MS, the console live view)', () => {
     }
   });
 });
+
+/** A memory log whose next head() or read() answers what it finds at once, but only when the test lets it. */
+class HeldLog extends MemoryEventLog implements EventLog {
+  reads: number[] = [];
+  readonly listening = new Set<() => void>();
+  private heldHead: Promise<void> | undefined;
+  private heldRead: Promise<void> | undefined;
+  /** Set while a held read waits. */
+  readWaiting = false;
+
+  /** Holds the next head(); resolve the returned function to let it answer. */
+  holdHead(): () => void {
+    let release!: () => void;
+    this.heldHead = new Promise((r) => (release = r));
+    return release;
+  }
+  holdRead(): () => void {
+    let release!: () => void;
+    this.heldRead = new Promise((r) => (release = r));
+    return release;
+  }
+  override async head() {
+    const held = this.heldHead;
+    this.heldHead = undefined;
+    const head = await super.head();
+    if (held) await held;
+    return head;
+  }
+  override async read(after: string, limit: number) {
+    this.reads.push(Date.now());
+    const held = this.heldRead;
+    this.heldRead = undefined;
+    const page = await super.read(after, limit);
+    if (held) {
+      this.readWaiting = true;
+      await held;
+      this.readWaiting = false;
+    }
+    return page;
+  }
+  override onAppend(listener: () => void) {
+    const off = super.onAppend(listener);
+    const handle = () => {
+      this.listening.delete(handle);
+      off();
+    };
+    this.listening.add(handle);
+    return handle;
+  }
+}
+
+describe('EventTail while appends, reads and readers come and go', () => {
+  const news = (tail: EventTail) =>
+    new Promise<void>((resolve) => {
+      const off = tail.onNews(() => {
+        off();
+        resolve();
+      });
+    });
+  const ids = (events: readonly { id: string }[] | undefined) => events?.map((e) => e.id);
+
+  it('an append made while the tail reads is read right after, not held until the next append, and read once', async () => {
+    const log = new HeldLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    const release = log.holdRead();
+    await log.append(record('k1'));
+    await until(() => log.readWaiting, 'the tail to be reading k1');
+    await log.append(record('k2'));
+    // One read at a time: a second one now would read k1 again.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(log.reads.length).toBe(1);
+    release();
+    await until(() => tail.after('0')?.length === 2, 'the tail to hold k2 too');
+    expect(ids(tail.after('0'))).toEqual(['1', '2']);
+    expect(log.reads.length).toBe(2);
+    tail.leave();
+  });
+
+  it('a join whose head comes back late does not move the tail back behind what it read since', async () => {
+    const log = new HeldLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    const release = log.holdHead();
+    const joining = tail.join(); // its head, 0, held back
+    const read = news(tail);
+    await log.append(record('k1')); // the tail reads on its own meanwhile, from the head then: 1
+    await read;
+    release();
+    await joining;
+    // Back at 0 it would answer that nothing follows 0, and read event 1 a second time.
+    expect(tail.after('0')).toBeUndefined();
+    expect(tail.after('1')).toEqual([]);
+    const more = news(tail);
+    await log.append(record('k2'));
+    await more;
+    expect(ids(tail.after('1'))).toEqual(['2']);
+    tail.leave();
+  });
+
+  it('a join left before its head came back leaves nothing behind for the next reader', async () => {
+    const log = new HeldLog();
+    await log.append(record('k1'));
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    const release = log.holdHead();
+    const joining = tail.join(); // its head, 1, held back
+    tail.leave();
+    await log.append(record('k2'));
+    release();
+    await joining;
+    await tail.join(); // the head is 2 now
+    expect(tail.after('1')).toBeUndefined();
+    expect(tail.after('2')).toEqual([]);
+    tail.leave();
+  });
+
+  it('a read in flight when the last reader leaves holds nothing for the next one', async () => {
+    const log = new HeldLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    const release = log.holdRead();
+    await log.append(record('k1'));
+    await until(() => log.readWaiting, 'the tail to be reading k1');
+    tail.leave();
+    release();
+    await until(() => !log.readWaiting, 'the read to end');
+    await log.append(record('k2'));
+    await tail.join();
+    // The new reader starts at 2: event 1 is not what follows it.
+    expect(tail.after('2')).toEqual([]);
+    expect(tail.after('1')).toBeUndefined();
+    tail.leave();
+  });
+
+  it('reads no more once its last reader left, even from a news listener with appends pending', async () => {
+    const log = new HeldLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    const release = log.holdRead();
+    await log.append(record('k1'));
+    await until(() => log.readWaiting, 'the tail to be reading k1');
+    await log.append(record('k2')); // pending: another read would follow this one
+    tail.onNews(() => tail.leave());
+    release();
+    await until(() => !log.readWaiting, 'the read to end');
+    await new Promise((r) => setTimeout(r, 50));
+    expect(log.reads.length).toBe(1);
+  });
+
+  it('listens to the log once however many readers, and not at all once they left', async () => {
+    const log = new HeldLog();
+    const tail = new EventTail(log, { batchMs: 0 });
+    await tail.join();
+    await tail.join();
+    expect(log.listening.size).toBe(1);
+    tail.leave();
+    tail.leave();
+    expect(log.listening.size).toBe(0);
+  });
+
+  it('tells a news listener no more once it left', async () => {
+    const log = new MemoryEventLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
+    await tail.join();
+    let heard = 0;
+    const off = tail.onNews(() => heard++);
+    let read = news(tail);
+    await log.append(record('k1'));
+    await read;
+    expect(heard).toBe(1);
+    off();
+    read = news(tail);
+    await log.append(record('k2'));
+    await read;
+    expect(heard).toBe(1);
+    tail.leave();
+  });
+
+  it('reads the log at most once per batchMs, however the appends come', async () => {
+    const log = new HeldLog();
+    const tail = new EventTail(log, { pageSize: 10, batchMs: 300 });
+    await tail.join();
+    for (let i = 1; i <= 3; i++) {
+      const read = news(tail);
+      await log.append(record(`k${i}`));
+      await read;
+    }
+    expect(ids(tail.after('0'))).toEqual(['1', '2', '3']);
+    // Timers never fire early: a lower bound holds on a loaded machine.
+    for (let i = 1; i < log.reads.length; i++) expect(log.reads[i]! - log.reads[i - 1]!).toBeGreaterThanOrEqual(290);
+    tail.leave();
+  });
+
+  it('holds at most twice `keep` events, trimming back to `keep`', async () => {
+    const log = new MemoryEventLog();
+    const tail = new EventTail(log, { keep: 5, pageSize: 1, batchMs: 0 });
+    await tail.join();
+    for (let i = 1; i <= 10; i++) {
+      const read = news(tail);
+      await log.append(record(`k${i}`));
+      await read;
+      // Held: what follows `start` up to the newest; 9 events before the 10th trims to the newest 5.
+      const held = Array.from({ length: i + 1 }, (_, c) => c).filter((c) => tail.after(String(c)) !== undefined);
+      expect(held, `after ${i}`).toEqual(Array.from({ length: i < 10 ? i + 1 : 6 }, (_, c) => (i < 10 ? c : c + 5)));
+    }
+    tail.leave();
+  });
+});
