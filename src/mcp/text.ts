@@ -37,7 +37,9 @@ export function applyEdits(text: string, edits: readonly Edit[]): string {
     const at = out.indexOf(e.oldText);
     if (at < 0) throw new BadArgument(`${n}.oldText was not found in the file${i > 0 ? ' (after the edits before it)' : ''}: quote the text exactly as read_text_file showed it.`);
     if (out.indexOf(e.oldText, at + 1) >= 0) {
-      const count = out.split(e.oldText).length - 1;
+      // Every place it starts, overlapping ones too ("aa" is twice in "aaa"): split would count one.
+      let count = 1;
+      for (let next = out.indexOf(e.oldText, at + 1); next >= 0; next = out.indexOf(e.oldText, next + 1)) count++;
       throw new BadArgument(`${n}.oldText occurs ${count} times in the file: include more surrounding lines so that it matches exactly once.`);
     }
     out = out.slice(0, at) + e.newText + out.slice(at + e.oldText.length);
