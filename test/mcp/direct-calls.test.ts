@@ -6,12 +6,11 @@
  */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { mcpEndpoint, mintToken } from '../helpers/mcp.js';
+import { mcpEndpoint, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 
 const bucket = 'direct';
-let casket: RunningCasket;
+let casket: McpCasket;
 let bob: string;
 let alice: string;
 let id = 0;
@@ -47,7 +46,7 @@ async function bothWays(token: string, name: string, args: unknown): Promise<[Om
 }
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice', 'bob'] });
+  casket = await startMcpCasket({ agents: ['alice', 'bob'] });
   const admin = sdk(casket.url, casket.admin);
   await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   const s3 = sdk(casket.url, casket.agents.alice!);
