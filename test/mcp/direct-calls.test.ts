@@ -67,6 +67,8 @@ describe('a lone tools/call and the same call in a batch answer alike', () => {
     ['get_file_info', { path: `${bucket}/notes.txt` }],
     ['list_directory', { path: bucket }],
     ['search_files', { path: bucket, pattern: '*.md' }],
+    // A tool whose arguments are all optional: the ones given must be the ones it runs with.
+    ['what_changed', { since: 'not-a-cursor' }],
     // A refusal: a stale etag (nothing is written either way, so both see the same file).
     ['write_file', { path: `${bucket}/plan.md`, content: 'x', expected_etag: '"0000"' }],
     // Arguments the tool's schema refuses: the SDK words the refusal on both ways.

@@ -1,5 +1,7 @@
 /**
- * A POST to /_casket/mcp as the Streamable HTTP transport answers it
+ * What /_casket/mcp checks before a message reaches the transport
+ * (src/mcp/http.ts: the Origin, the method, the body's size and JSON, the
+ * token), and a POST to it as the Streamable HTTP transport answers it
  * (https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#sending-messages-to-the-server;
  * src/mcp/post-transport.ts keeps the SDK's transport's rules and words):
  * what a client that gets a header or a message wrong is told, a POST of
@@ -15,8 +17,12 @@ let casket: McpCasket;
 let token: string;
 const ACCEPT = 'application/json, text/event-stream';
 
+/** --mcp-max-file-bytes 65536: a body may be 2 × 64 KiB + 64 KiB (http.ts: a JSON-escaped file can be twice its size). */
+const BODY_LIMIT = 2 * 65536 + 65536;
+const ALLOWED_ORIGIN = 'https://app.example';
+
 beforeAll(async () => {
-  casket = await startMcpCasket();
+  casket = await startMcpCasket({ flags: { mcpMaxFileBytes: '65536', mcpAllowedOrigins: ALLOWED_ORIGIN } });
   token = mintToken(casket.admin);
 });
 afterAll(async () => {
@@ -38,6 +44,51 @@ const refusal = (status: number, code: number, message: string) => ({ status, co
 const ping = (id: number | string) => ({ jsonrpc: '2.0', id, method: 'ping' });
 const initialize = (id: number) => ({ jsonrpc: '2.0', id, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
 const initialized = { jsonrpc: '2.0', method: 'notifications/initialized' };
+
+describe('what the endpoint checks first', () => {
+  // First in this file: the tool servers are made at the first request, and registering their tools is checked here.
+  it('lists casket\'s tools to a client with credentials', async () => {
+    const listed = JSON.parse((await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' })).text) as { result: { tools: Array<{ name: string }> } };
+    expect(listed.result.tools.map((t) => t.name)).toEqual(expect.arrayContaining(['read_text_file', 'write_file', 'edit_file', 'list_directory']));
+  });
+
+  it('403 for a browser Origin that is neither loopback nor allowed (DNS rebinding, transports#security-warning)', async () => {
+    const forbidden = { status: 403, contentType: 'application/json', text: JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: "Forbidden: this Origin may not call casket's MCP endpoint (--mcp-allowed-origins)." }, id: null }) };
+    for (const origin of ['https://evil.example', 'http://127.0.0.1.evil.example', 'https://app.example.evil', 'null']) expect(await post(ping(1), { origin }), origin).toEqual(forbidden);
+    for (const origin of [ALLOWED_ORIGIN, 'http://localhost:5173', 'http://127.0.0.1', 'https://[::1]:8443']) expect((await post(ping(1), { origin })).status, origin).toBe(200);
+  });
+
+  it('405 for anything but POST, naming POST', async () => {
+    const res = await fetch(mcpEndpoint(casket), { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+    expect(await res.json()).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: 'Method not allowed: POST JSON-RPC messages to this endpoint.' }, id: null });
+  });
+
+  it('413 for a body past twice the largest file and 64 KiB, closing the connection; takes one at the limit', async () => {
+    const padded = (size: number) => JSON.stringify(ping(1)).padEnd(size, ' ');
+    expect((await post(padded(BODY_LIMIT))).status).toBe(200);
+    const res = await fetch(mcpEndpoint(casket), { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT, authorization: `Bearer ${token}` }, body: padded(BODY_LIMIT + 1) });
+    expect(res.status).toBe(413);
+    expect(res.headers.get('connection')).toBe('close');
+    expect(await res.json()).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: 'Request too large: the file tools handle files up to 65536 bytes.' }, id: null });
+  });
+
+  it('400 -32700 for a body that is not JSON', async () => {
+    expect(await post('{"jsonrpc": "2.0",')).toEqual(refusal(400, -32700, 'Parse error: the body is not JSON.'));
+  });
+
+  it('401 invalid_token for a token casket did not issue, pointing to its authorization server', async () => {
+    const res = await post(ping(1), { authorization: `Bearer ${token.slice(0, -4)}AAAA` });
+    expect(res).toEqual(refusal(401, -32001, 'Unauthorized: The bearer token is not one casket issued, or it has expired: mint one with `casket mcp token`.'));
+    const raw = await fetch(mcpEndpoint(casket), { method: 'POST', headers: { 'content-type': 'application/json', accept: ACCEPT, authorization: 'Bearer ckt1.x.y' }, body: JSON.stringify(ping(1)) });
+    expect(raw.headers.get('www-authenticate')).toBe(`Bearer error="invalid_token", resource_metadata="${new URL('/.well-known/oauth-protected-resource/_casket/mcp', casket.url)}"`);
+  });
+
+  it('202 for a lone cancellation, which is dropped (batch.ts)', async () => {
+    expect(await post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } })).toEqual({ status: 202, contentType: null, text: '' });
+  });
+});
 
 describe('a POST the transport refuses', () => {
   it('406 unless Accept lists both application/json and text/event-stream', async () => {
