@@ -6,7 +6,8 @@ import { defineConfig } from 'vitest/config';
 // in-process (test/helpers/in-process.ts), or the modules imported by unit
 // tests. The rest spawn dist/cli.js, which no mutant reaches; but rollback's
 // end-to-end tests start their casket with startRollbackCasket
-// (test/rollback/helpers.ts), which CASKET_TEST_IN_PROCESS turns in-process.
+// (test/rollback/helpers.ts), and some of MCP's with startMcpCasket
+// (test/helpers/mcp.ts), which CASKET_TEST_IN_PROCESS turns in-process.
 const TESTS: Record<string, string[]> = {
   // Not the tests that drive Chromium (console, changesets, paging,
   // stored-pages): a page load per mutant made a run of the room's 772
@@ -55,6 +56,25 @@ const TESTS: Record<string, string[]> = {
     'test/events/stream-stop.test.ts',
     'test/events/tail.test.ts',
     'test/events/webhook-worker.test.ts',
+  ],
+  // The unit tests of src/mcp's pure files (text, paths, token, batch,
+  // answer-json, results, request-caller), token-check against casket
+  // in-process, and the wire tests that start casket with startMcpCasket
+  // (test/helpers/mcp.ts), which CASKET_TEST_IN_PROCESS turns in-process.
+  // The rest of test/mcp drives a spawned casket through the SDK's clients
+  // and `casket mcp`; the score is a lower bound.
+  mcp: [
+    'test/mcp/answer-json.test.ts',
+    'test/mcp/batch.test.ts',
+    'test/mcp/direct-calls.test.ts',
+    'test/mcp/endpoint.test.ts',
+    'test/mcp/every-request-answered.test.ts',
+    'test/mcp/paths.test.ts',
+    'test/mcp/results.test.ts',
+    'test/mcp/streamable-post.test.ts',
+    'test/mcp/text.test.ts',
+    'test/mcp/token.test.ts',
+    'test/mcp/token-check.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';

@@ -17,7 +17,9 @@ export interface ObjectPath {
 export function parsePath(path: string): ObjectPath {
   const rest = path.trim().replace(/^s3:\/\//, '').replace(/^\/+/, '');
   const slash = rest.indexOf('/');
+  // Stryker disable next-line EqualityOperator: rest has lost its leading slashes, so a slash is never at 0
   const bucket = slash < 0 ? rest : rest.slice(0, slash);
+  // Stryker disable next-line EqualityOperator: as above
   const key = slash < 0 ? '' : rest.slice(slash + 1);
   if (bucket === '') throw new BadArgument(`"${path}" names no bucket: paths are bucket/key (or s3://bucket/key).`);
   return { bucket, key };

@@ -4,7 +4,6 @@ import { BadArgument } from './paths.js';
 
 /** Lines as a file holds them: a final newline ends the last line rather than starting an empty one. */
 export function splitLines(text: string): string[] {
-  if (text === '') return [];
   const lines = text.split('\n');
   if (lines[lines.length - 1] === '') lines.pop();
   return lines;
@@ -36,8 +35,10 @@ export function applyEdits(text: string, edits: readonly Edit[]): string {
     if (e.oldText === '') throw new BadArgument(`${n}.oldText is empty: quote the exact text to replace.`);
     const at = out.indexOf(e.oldText);
     if (at < 0) throw new BadArgument(`${n}.oldText was not found in the file${i > 0 ? ' (after the edits before it)' : ''}: quote the text exactly as read_text_file showed it.`);
-    if (out.indexOf(e.oldText, at + 1) >= 0) {
-      const count = out.split(e.oldText).length - 1;
+    // Every place it starts, overlapping ones too ("aa" is twice in "aaa"): split would count one.
+    let count = 0;
+    for (let next = at; next !== -1; next = out.indexOf(e.oldText, next + 1)) count++;
+    if (count > 1) {
       throw new BadArgument(`${n}.oldText occurs ${count} times in the file: include more surrounding lines so that it matches exactly once.`);
     }
     out = out.slice(0, at) + e.newText + out.slice(at + e.oldText.length);

@@ -31,7 +31,8 @@ function mac(secret: string, payload: string): string {
 
 export function mintToken(accessKeyId: string, secretKey: string, options: { agent?: string; ttlSeconds: number; now?: number }): string {
   const now = options.now ?? Date.now();
-  const claims = { k: accessKeyId, ...(options.agent !== undefined && { a: options.agent }), e: Math.floor(now / 1000) + options.ttlSeconds };
+  // JSON.stringify leaves out `a` when there is no agent.
+  const claims = { k: accessKeyId, a: options.agent, e: Math.floor(now / 1000) + options.ttlSeconds };
   const payload = Buffer.from(JSON.stringify(claims)).toString('base64url');
   return `${PREFIX}.${payload}.${mac(secretKey, payload)}`;
 }
@@ -40,13 +41,14 @@ export function mintToken(accessKeyId: string, secretKey: string, options: { age
 export function readToken(token: string): (TokenClaims & { payload: string; signature: string }) | undefined {
   const parts = token.split('.');
   if (parts.length !== 3 || parts[0] !== PREFIX) return undefined;
+  let c: { k?: unknown; a?: unknown; e?: unknown } | null;
   try {
-    const c = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { k?: unknown; a?: unknown; e?: unknown };
-    if (typeof c.k !== 'string' || typeof c.e !== 'number' || (c.a !== undefined && typeof c.a !== 'string')) return undefined;
-    return { accessKeyId: c.k, ...(typeof c.a === 'string' && { agent: c.a }), expires: c.e, payload: parts[1]!, signature: parts[2]! };
+    c = JSON.parse(Buffer.from(parts[1]!, 'base64url').toString('utf8')) as { k?: unknown; a?: unknown; e?: unknown } | null;
   } catch {
     return undefined;
   }
+  if (c === null || typeof c.k !== 'string' || typeof c.e !== 'number' || (c.a !== undefined && typeof c.a !== 'string')) return undefined;
+  return { accessKeyId: c.k, ...(typeof c.a === 'string' && { agent: c.a }), expires: c.e, payload: parts[1]!, signature: parts[2]! };
 }
 
 /** Whether the token was minted with this secret and has not expired. */

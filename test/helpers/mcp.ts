@@ -8,7 +8,27 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CLI, type Cred, type RunningCasket } from './casket.js';
+import { CLI, startCasket, type Cred, type RunningCasket } from './casket.js';
+
+export type McpCasket = Pick<RunningCasket, 'url' | 'admin' | 'agents' | 'keys' | 'stop'>;
+
+/**
+ * The casket an MCP test drives, with these agents (each key bound to its
+ * agent): a casket process (test/helpers/casket.ts); or, with
+ * CASKET_TEST_IN_PROCESS set (as vitest.mutate-rooms.config.ts sets it for
+ * `npm run mutate:rooms`), casket in this process (test/helpers/in-process.ts),
+ * where Stryker's mutants of src/mcp and src/mcp-door.ts are. Loaded only
+ * then, so a spawned run does not load src at all. `flags`: by their config names.
+ */
+export async function startMcpCasket(options: { agents?: string[]; flags?: Record<string, string> } = {}): Promise<McpCasket> {
+  const flags = options.flags ?? {};
+  if (process.env.CASKET_TEST_IN_PROCESS) {
+    const { startInProcess } = await import('./in-process.js');
+    return startInProcess({ agents: options.agents ?? [], flags });
+  }
+  const args = Object.entries(flags).flatMap(([name, value]) => [`--${name.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`)}`, value]);
+  return startCasket({ agents: options.agents ?? [], args });
+}
 
 /**
  * `casket mcp token`. Given `checkWith`, the casket there checks the token

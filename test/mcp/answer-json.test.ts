@@ -41,7 +41,18 @@ describe('answerJson', () => {
     expect(answerJson(v)).toBe(JSON.stringify(v));
   });
 
-  it('refuses a BigInt, as JSON.stringify does', () => {
-    expect(() => answerJson({ n: 1n })).toThrow(TypeError);
+  it('refuses a BigInt, as JSON.stringify does, in its words', () => {
+    let words = '';
+    try {
+      JSON.stringify({ n: 1n });
+    } catch (e) {
+      words = (e as Error).message;
+    }
+    expect(() => answerJson({ n: 1n })).toThrow(new TypeError(words));
+  });
+
+  it('writes null for nothing at the top, where JSON.stringify would write no text at all', () => {
+    expect(answerJson(undefined)).toBe('null');
+    expect(answerJson(() => 1)).toBe('null');
   });
 });

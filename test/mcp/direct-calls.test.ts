@@ -6,12 +6,11 @@
  */
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { mcpEndpoint, mintToken } from '../helpers/mcp.js';
+import { mcpEndpoint, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 
 const bucket = 'direct';
-let casket: RunningCasket;
+let casket: McpCasket;
 let bob: string;
 let alice: string;
 let id = 0;
@@ -47,7 +46,7 @@ async function bothWays(token: string, name: string, args: unknown): Promise<[Om
 }
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice', 'bob'] });
+  casket = await startMcpCasket({ agents: ['alice', 'bob'] });
   const admin = sdk(casket.url, casket.admin);
   await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   const s3 = sdk(casket.url, casket.agents.alice!);
@@ -68,6 +67,8 @@ describe('a lone tools/call and the same call in a batch answer alike', () => {
     ['get_file_info', { path: `${bucket}/notes.txt` }],
     ['list_directory', { path: bucket }],
     ['search_files', { path: bucket, pattern: '*.md' }],
+    // A tool whose arguments are all optional: the ones given must be the ones it runs with.
+    ['what_changed', { since: 'not-a-cursor' }],
     // A refusal: a stale etag (nothing is written either way, so both see the same file).
     ['write_file', { path: `${bucket}/plan.md`, content: 'x', expected_etag: '"0000"' }],
     // Arguments the tool's schema refuses: the SDK words the refusal on both ways.

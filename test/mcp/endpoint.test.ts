@@ -5,17 +5,16 @@
  */
 import { CreateBucketCommand } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { mintToken } from '../helpers/mcp.js';
+import { mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 import { sdk } from '../helpers/clients.js';
 import { raw, sha256hex } from '../helpers/raw.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 const bucket = 'wire';
 const ACCEPT = 'application/json, text/event-stream';
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['sig'] });
+  casket = await startMcpCasket({ agents: ['sig'] });
   await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
 });
 afterAll(async () => {

@@ -6,14 +6,13 @@
  * waiting on an answer that never comes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { mintToken } from '../helpers/mcp.js';
+import { mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 let token: string;
 
 beforeAll(async () => {
-  casket = await startCasket();
+  casket = await startMcpCasket();
   token = mintToken(casket.admin);
 });
 afterAll(async () => {
