@@ -299,14 +299,19 @@ describe('EventTail while appends, reads and readers come and go', () => {
       });
     });
   const ids = (events: readonly { id: string }[] | undefined) => events?.map((e) => e.id);
-
-  it('an append made while the tail reads is read right after, not held until the next append, and read once', async () => {
+  /** A tail with one reader, reading the log's first append (k1), that read held back until `release`. */
+  const readingK1 = async () => {
     const log = new HeldLog();
     const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
     await tail.join();
     const release = log.holdRead();
     await log.append(record('k1'));
     await until(() => log.readWaiting, 'the tail to be reading k1');
+    return { log, tail, release };
+  };
+
+  it('an append made while the tail reads is read right after, not held until the next append, and read once', async () => {
+    const { log, tail, release } = await readingK1();
     await log.append(record('k2'));
     // One read at a time: a second one now would read k1 again.
     await new Promise((r) => setTimeout(r, 50));
@@ -355,12 +360,7 @@ describe('EventTail while appends, reads and readers come and go', () => {
   });
 
   it('a read in flight when the last reader leaves holds nothing for the next one', async () => {
-    const log = new HeldLog();
-    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
-    await tail.join();
-    const release = log.holdRead();
-    await log.append(record('k1'));
-    await until(() => log.readWaiting, 'the tail to be reading k1');
+    const { log, tail, release } = await readingK1();
     tail.leave();
     release();
     await until(() => !log.readWaiting, 'the read to end');
@@ -373,12 +373,7 @@ describe('EventTail while appends, reads and readers come and go', () => {
   });
 
   it('reads no more once its last reader left, even from a news listener with appends pending', async () => {
-    const log = new HeldLog();
-    const tail = new EventTail(log, { pageSize: 10, batchMs: 0 });
-    await tail.join();
-    const release = log.holdRead();
-    await log.append(record('k1'));
-    await until(() => log.readWaiting, 'the tail to be reading k1');
+    const { log, tail, release } = await readingK1();
     await log.append(record('k2')); // pending: another read would follow this one
     tail.onNews(() => tail.leave());
     release();
