@@ -6,7 +6,7 @@
  * and in `structuredContent.content`, because clients show their model one
  * view or the other (docs/design.md §12). On Node 20, JSON.stringify escapes
  * about 370 MB/s (27 µs for a 10 KiB file, measured), so the second copy was
- * a tenth of the read's CPU. Strings are compared by `===`: the two fields
+ * ~27 µs of a ~460 µs read at c=8. Strings are compared by `===`: the two fields
  * hold the same string, which V8 compares by its pointer first.
  */
 

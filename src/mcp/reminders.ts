@@ -14,8 +14,7 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CHANGED_SINCE_READ, type ChangedSinceReadEntry } from './changed-since-read.js';
 import type { ChangedFile } from './door.js';
-import { requestCaller } from './request-caller.js';
-import type { HandlerExtra, SharedEnv, ToolEnv } from './tool.js';
+import { callEnv, type HandlerExtra, type SharedEnv, type ToolEnv } from './tool.js';
 
 /** A reminder's diff, at most: past it, `next` points to what_changed. */
 const MAX_DIFF_LINES = 40;
@@ -91,7 +90,7 @@ export function remindOn(server: McpServer, shared: SharedEnv): void {
   (server as { registerTool: unknown }).registerTool = (name: string, config: unknown, cb: Handler) =>
     register(name, config, async (...args: unknown[]) => {
       // The SDK's `extra` comes last, after the arguments of a tool that takes any: it carries the call's caller.
-      const caller = requestCaller(args[args.length - 1] as HandlerExtra);
-      return withReminders(await cb(...args), await due({ door: shared.door, maxTextBytes: shared.maxTextBytes, caller }));
+      const env = callEnv(shared, args[args.length - 1] as HandlerExtra);
+      return withReminders(await cb(...args), await due(env));
     });
 }

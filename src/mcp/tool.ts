@@ -33,10 +33,14 @@ export type RegisterTool = (server: McpServer, shared: SharedEnv) => void;
 /** A handler's `extra` as the SDK gives it: what request-caller.ts reads the caller from. */
 export type HandlerExtra = Parameters<typeof requestCaller>[0];
 
+/** The env of one call: the shared one and the caller of the call's own request (request-caller.ts). */
+export function callEnv(shared: SharedEnv, extra: HandlerExtra): ToolEnv {
+  return { door: shared.door, maxTextBytes: shared.maxTextBytes, caller: requestCaller(extra) };
+}
+
 /** Runs a handler with its call's env; bad arguments become tool errors the model can correct, never protocol errors. */
 export async function guarded(shared: SharedEnv, extra: HandlerExtra, run: (env: ToolEnv) => Promise<CallToolResult>): Promise<CallToolResult> {
-  // The caller of this call's own request (request-caller.ts), for the whole of it.
-  const env: ToolEnv = { door: shared.door, maxTextBytes: shared.maxTextBytes, caller: requestCaller(extra) };
+  const env = callEnv(shared, extra);
   try {
     return await run(env);
   } catch (e) {
