@@ -176,8 +176,17 @@ export const NODE_SERVER_ARGS = (process.env.CASKET_BENCH_NODE_ARGS ?? '--initia
  */
 export async function startCasket({ cli, dataDir, credentialsFile, logFile, extraArgs = [], nodeArgs = [], timeoutMs = 20000 }) {
   mkdirSync(dataDir, { recursive: true });
-  const args = [...NODE_SERVER_ARGS, ...nodeArgs, cli, '--listen', '127.0.0.1:0', '--data-dir', dataDir, '--credentials', credentialsFile, ...extraArgs];
+  // --log-level warn (an arm of ab.mjs without the request log) hides the ready line: such a casket gets a port chosen here and is ready when it answers.
+  const level = extraArgs.indexOf('--log-level');
+  const quiet = level >= 0 && ['warn', 'error', 'fatal', 'silent'].includes(extraArgs[level + 1]);
+  const port = quiet ? await freePort() : 0;
+  const args = [...NODE_SERVER_ARGS, ...nodeArgs, cli, '--listen', `127.0.0.1:${port}`, '--data-dir', dataDir, '--credentials', credentialsFile, ...extraArgs];
   const child = start('casket', process.execPath, args, { logFile, env: NODE_SERVER_ENV });
+  if (quiet) {
+    if (await waitHttp(port, timeoutMs, child)) return { ...child, url: `http://127.0.0.1:${port}`, child };
+    await stop(child);
+    throw new NotAvailable(`casket (${extraArgs.join(' ')}) did not answer within ${timeoutMs} ms: ${tail(logFile, 500)}`);
+  }
   const deadline = Date.now() + timeoutMs;
   let exit;
   child.exited.then((e) => (exit = e));

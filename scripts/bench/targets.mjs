@@ -59,7 +59,7 @@ export function s3Target(name, { url, cred, bucket = BUCKET, prefix, pid, signer
       } else if (cell.op === 'ListObjectsV2' || cell.op === 'ListObjectVersions') {
         // One page of `cell.keys` keys (preloadList wrote them).
         workers = Array.from({ length: cell.conc }, () => {
-          // cell.versions: ListObjectVersions of the same keys (list-ab.mjs --versions, a versioned bucket).
+          // cell.versions: ListObjectVersions of the same keys (ab.mjs --op versions, a versioned bucket).
           const path = `/${bucket}?${cell.versions ? 'versions' : 'list-type=2'}&max-keys=1000&prefix=${encodeURIComponent(`${getPrefix ?? prefix}list/`)}`;
           return async () => {
             const res = await client.request('GET', path, { collect: true, timeoutMs });
