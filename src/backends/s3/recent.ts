@@ -1,35 +1,53 @@
 /**
- * A bounded map that forgets its least recently used entries (Map keeps
- * insertion order: a hit is re-inserted at the end, the oldest is first).
+ * A bounded map that forgets what has not been used for longest, by
+ * generations: entries go into a young map; when it holds half the bound,
+ * it becomes the old one and the previous old map is dropped. A hit in the
+ * old map moves the entry to the young one. So at most `max` entries are
+ * kept, and an entry used since the last turnover outlives every entry that
+ * was not. A hit in the young map costs one lookup: the exact order a Map
+ * re-insertion per hit kept was 5% of a 1,000-key listing's CPU (--cpu-prof).
  * Used for what this process has recently seen of the upstream: hints that
  * save a round trip, never the arbiter of anything — the upstream's own
  * conditional requests and the state store are.
  */
 export class Recent<V> {
-  private readonly entries = new Map<string, V>();
+  private young = new Map<string, V>();
+  private old = new Map<string, V>();
+  private readonly half: number;
 
-  constructor(private readonly max: number) {}
+  constructor(max: number) {
+    this.half = Math.max(1, Math.floor(max / 2));
+  }
 
   get(id: string): V | undefined {
-    const value = this.entries.get(id);
-    if (value !== undefined) {
-      this.entries.delete(id);
-      this.entries.set(id, value);
+    const value = this.young.get(id);
+    if (value !== undefined) return value;
+    const aging = this.old.get(id);
+    if (aging !== undefined) {
+      this.old.delete(id);
+      this.admit(id, aging);
     }
-    return value;
+    return aging;
   }
 
   set(id: string, value: V): void {
-    this.entries.delete(id);
-    this.entries.set(id, value);
-    if (this.entries.size > this.max) this.entries.delete(this.entries.keys().next().value!);
+    this.old.delete(id);
+    this.admit(id, value);
   }
 
   delete(id: string): void {
-    this.entries.delete(id);
+    this.young.delete(id);
+    this.old.delete(id);
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.young.size + this.old.size;
+  }
+
+  private admit(id: string, value: V): void {
+    this.young.set(id, value);
+    if (this.young.size < this.half) return;
+    this.old = this.young;
+    this.young = new Map();
   }
 }

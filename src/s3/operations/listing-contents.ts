@@ -64,6 +64,19 @@ export class Bytes {
     for (let i = 0; i < s.length; i++) buf[at++] = s.charCodeAt(i);
     this.at = at;
   }
+  /** Text of letters, digits and `-` only, byte by byte; false (with bytes written past `at`, to be dropped) at any other character. */
+  token(s: string): boolean {
+    this.room(s.length);
+    const buf = this.buf;
+    let at = this.at;
+    for (let i = 0; i < s.length; i++) {
+      const c = s.charCodeAt(i);
+      if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x7a) || (c >= 0x41 && c <= 0x5a) || c === 0x2d)) return false;
+      buf[at++] = c;
+    }
+    this.at = at;
+    return true;
+  }
   bytes(from: Uint8Array): void {
     this.room(from.length);
     this.buf.set(from, this.at);
@@ -96,6 +109,13 @@ const ASCII_ETAG = /^"[\x20-\x21\x23-\x25\x28-\x3b\x3d\x3f-\x7e]*"$/;
 
 /** The text of casket's ETag element between its `&quot;`s, as the writer escapes formatETag's quoted form. */
 export function etagText(out: Bytes, etag: string, etagSuffix: boolean): void {
+  // casket's own ETags (hex, maybe `-N`) are written as they are, checked as they are copied.
+  const at = out.at;
+  if (out.token(etag)) {
+    if (etagSuffix && !etag.includes('-')) out.ascii('-1');
+    return;
+  }
+  out.at = at;
   // formatETag quoted: `"` is the one character of it the writer escapes.
   const quoted = formatETag(etag, etagSuffix);
   if (ASCII_ETAG.test(quoted)) out.ascii(quoted.slice(1, -1));
