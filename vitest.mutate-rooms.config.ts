@@ -39,10 +39,12 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/versions.test.ts',
     'test/rollback/versions-edges.test.ts',
   ],
-  // The rest of test/events spawns dist/cli.js (stream, webhooks,
-  // webhook-backoff, several-caskets); webhook-worker drives the outbox
-  // in-process instead, and test/core's write-events start casket
-  // in-process and read each write's record from the stream.
+  // The rest of test/events spawns dist/cli.js (webhooks, webhook-backoff,
+  // several-caskets); webhook-worker drives the outbox in-process instead,
+  // stream starts its casket with startStreamCasket
+  // (test/events/stream-casket.ts), which CASKET_TEST_IN_PROCESS turns
+  // in-process, and test/core's write-events start casket in-process and
+  // read each write's record from the stream.
   events: [
     'test/core/write-events.test.ts',
     'test/core/write-events-refusals.test.ts',
@@ -52,8 +54,11 @@ const TESTS: Record<string, string[]> = {
     'test/events/record-json.test.ts',
     'test/events/record.test.ts',
     'test/events/redis-log.test.ts',
+    'test/events/stream-answers.test.ts',
     'test/events/stream-credentials.test.ts',
     'test/events/stream-stop.test.ts',
+    'test/events/stream-waits.test.ts',
+    'test/events/stream.test.ts',
     'test/events/tail.test.ts',
     'test/events/webhook-worker.test.ts',
   ],

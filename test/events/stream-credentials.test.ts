@@ -80,4 +80,41 @@ describe('an open stream checks its credential again', () => {
     expect(Date.now() - revoked).toBeLessThan(1000);
     expect(text).toContain('event: revoked');
   }, 5000);
+
+  it('at once when credentials are reloaded (recheckAll): ends those whose check fails, keeps the others', async () => {
+    const allowed: Record<string, boolean> = { revoked: true, kept: true };
+    // 'forever' stands for a grant with no check to repeat (authorize answered true).
+    const endpoint = eventsEndpoint({
+      log: new MemoryEventLog(),
+      authorize: async (request) => {
+        const who = new URL(request.url).searchParams.get('who')!;
+        return who === 'forever' ? true : async () => allowed[who]!;
+      },
+      recheckMs: 60_000,
+      heartbeatMs: 60_000,
+    });
+    const open = async (who: string) => {
+      const reader = (await endpoint(new Request(`http://casket/_casket/events?who=${who}`))).body!.getReader();
+      await reader.read(); // the opening comment
+      let text = '';
+      let ended = false;
+      const done = (async () => {
+        for (;;) {
+          const { done: end, value } = await reader.read();
+          if (end) return void (ended = true);
+          text += new TextDecoder().decode(value);
+        }
+      })();
+      return { get text() { return text; }, get ended() { return ended; }, done, close: () => reader.cancel() };
+    };
+    const [revoked, kept, forever] = [await open('revoked'), await open('kept'), await open('forever')];
+    allowed.revoked = false;
+    await endpoint.recheckAll();
+    await revoked.done;
+    expect(revoked.text).toContain('event: revoked');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect([kept.ended, forever.ended]).toEqual([false, false]);
+    expect(kept.text + forever.text).toBe('');
+    await Promise.all([kept.close(), forever.close(), kept.done, forever.done]);
+  }, 5000);
 });

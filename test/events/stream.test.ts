@@ -20,15 +20,15 @@ import {
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, failure, sdk } from '../helpers/clients.js';
 import { raw } from '../helpers/raw.js';
 import { subscribe, type Subscription } from './sse.js';
+import { startStreamCasket, type StreamCasket } from './stream-casket.js';
 
 const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex');
 
 describe('GET /_casket/events', () => {
-  let casket: RunningCasket;
+  let casket: StreamCasket;
   let admin: S3Client;
   let alice: S3Client;
   let bob: S3Client;
@@ -40,7 +40,7 @@ describe('GET /_casket/events', () => {
   };
 
   beforeAll(async () => {
-    casket = await startCasket({ agents: ['alice', 'bob'], keys: { reader: {} }, args: ['--min-part-size', '1'] });
+    casket = await startStreamCasket({ agents: ['alice', 'bob'], keys: ['reader'], flags: { minPartSize: '1' } });
     admin = sdk(casket.url, casket.admin);
     alice = sdk(casket.url, casket.agents.alice!);
     bob = sdk(casket.url, casket.agents.bob!);
