@@ -198,8 +198,20 @@ describe('the stream over a log that forgot', () => {
     for (let i = 0; i < 1100; i++) await log.append(record(`k${i}`));
     const endpoint = eventsEndpoint({ log, authorize: async () => true });
     const text = await read(await endpoint(new Request('http://casket/_casket/events', { headers: { 'last-event-id': '1' } })), (t) => t.includes('id: '));
-    expect(text).toContain('event: lost');
+    expect(text).toContain('event: lost\ndata: {"after":"1","message":"Events after this id are no longer kept; the stream goes on from the oldest kept."}\n\n');
     expect(text).not.toContain('id: 2\n');
+  });
+
+  it('a resume from an id the log never reached (a memory log since restarted) hears `lost` and goes on with what comes next', async () => {
+    const log = new MemoryEventLog();
+    await log.append(record('k1'));
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, heartbeatMs: 60_000 });
+    const res = await endpoint(new Request('http://casket/_casket/events', { headers: { 'last-event-id': '99' } }));
+    setTimeout(() => void log.append(record('k2')), 200);
+    const text = await read(res, (t) => t.includes('id: ') || t.includes('event: lagged'));
+    expect(text).toContain('event: lost\ndata: {"after":"99",');
+    expect(text).not.toContain('event: lagged');
+    expect([...text.matchAll(/^id: (\d+)$/gm)].map((m) => m[1])).toEqual(['2']);
   });
 
   it('a subscriber that falls behind while connected gets `lagged` and the end', async () => {
@@ -215,7 +227,8 @@ describe('the stream over a log that forgot', () => {
       if (done) break;
       text += new TextDecoder().decode(value);
     }
-    expect(text).toContain('event: lagged');
+    // The stream's last words, and then its end (the loop above reads until done).
+    expect(text.endsWith('event: lagged\ndata: {"after":"0","message":"This subscriber fell behind the event log; reconnect with Last-Event-ID."}\n\n')).toBe(true);
   });
 
   it('refuses whom authorize refuses, and an id of another kind', async () => {
