@@ -1,0 +1,58 @@
+/**
+ * A sampled stream (`?sample=MS`, events/stream.ts; the console's live
+ * view asks for one): at most one send every MS milliseconds, carrying what
+ * matched since the last, and a count of what it left out only when it left
+ * something out. tail.test.ts checks which records a send of a burst keeps.
+ */
+import { describe, expect, it } from 'vitest';
+import { MemoryEventLog } from '../../src/events/memory-log.js';
+import { recordOf } from '../../src/events/record.js';
+import { eventsEndpoint, SAMPLE_RECORDS } from '../../src/events/stream.js';
+
+const record = (key: string) => recordOf({ kind: 'written', operation: 'PutObject', bucket: 'b', key, requestId: 'r', etag: 'e', size: 1 }, 'us-east-1');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const ids = (text: string) => [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+
+/** Each chunk the stream sends after its opening comment, with when it came, until `last` is sent. */
+async function sends(res: Response, last: number): Promise<Array<{ at: number; text: string }>> {
+  const reader = res.body!.getReader();
+  await reader.read(); // the opening comment
+  const got: Array<{ at: number; text: string }> = [];
+  while (!got.some((s) => ids(s.text).includes(last))) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    got.push({ at: Date.now(), text: new TextDecoder().decode(value) });
+  }
+  await reader.cancel();
+  return got;
+}
+
+describe('a sampled stream', () => {
+  it('sends at most once per interval: what comes within one is gathered into the next send', async () => {
+    const log = new MemoryEventLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
+    const res = await endpoint(new Request('http://casket/_casket/events?sample=1000'));
+    const seen = sends(res, 30);
+    let n = 0;
+    for (const gap of [0, 50, 50]) {
+      await sleep(gap);
+      for (let i = 0; i < 10; i++) await log.append(record(`k${++n}`));
+    }
+    const got = await seen;
+    // The first burst goes at once (nothing was sent yet); the next two, 50 ms apart, wait out the 1000 ms together.
+    expect(got.map((s) => ids(s.text))).toEqual([Array.from({ length: 10 }, (_, i) => i + 1), Array.from({ length: 20 }, (_, i) => i + 11)]);
+    expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(990);
+  });
+
+  it('counts nothing left out when an interval brings exactly SAMPLE_RECORDS', async () => {
+    const log = new MemoryEventLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, heartbeatMs: 60_000 });
+    const seen = sends(await endpoint(new Request('http://casket/_casket/events?sample=100')), SAMPLE_RECORDS);
+    // Appended in one turn of the event loop: the tail reads them in one batch, one interval's worth.
+    for (let i = 1; i <= SAMPLE_RECORDS; i++) await log.append(record(`k${i}`));
+    const got = await seen;
+    const text = got.map((s) => s.text).join('');
+    expect(text).not.toContain('event: skipped');
+    expect(ids(text)).toHaveLength(SAMPLE_RECORDS);
+  });
+});
