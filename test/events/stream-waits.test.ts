@@ -30,6 +30,13 @@ async function readUntil(res: Response, enough: (text: string) => boolean, ms = 
 
 const heartbeats = (text: string) => text.split(': heartbeat\n\n').length - 1;
 
+/** A memory log whose head() fails: the shared tail (tail.ts) never starts, so a stream resuming with an id reads the log on its own. */
+class HeadlessLog extends MemoryEventLog {
+  override head() {
+    return Promise.reject(new Error('connect ECONNREFUSED'));
+  }
+}
+
 describe('a stream with nothing to send', () => {
   it('sends a heartbeat comment every heartbeatMs, caught up or resuming', async () => {
     const log = new MemoryEventLog();
@@ -41,21 +48,30 @@ describe('a stream with nothing to send', () => {
   });
 
   it('sends heartbeats too while it reads the log itself (the shared tail found no head when it joined: Redis was down)', async () => {
-    // head() fails, so the tail (tail.ts) never starts and cannot answer: the stream reads the log on its own.
-    const log = new (class extends MemoryEventLog {
-      override head() {
-        return Promise.reject(new Error('connect ECONNREFUSED'));
-      }
-    })();
+    const log = new HeadlessLog();
     const endpoint = eventsEndpoint({ log, authorize: async () => true, heartbeatMs: 50 });
     const text = await readUntil(await endpoint(new Request('http://casket/_casket/events?lastEventId=0')), (t) => heartbeats(t) >= 3);
     expect(text.startsWith(': casket events\nretry: 2000\n\n: heartbeat\n\n: heartbeat\n\n: heartbeat\n\n'), text).toBe(true);
   });
 
-  it('sends no heartbeat before heartbeatMs has passed', async () => {
-    const endpoint = eventsEndpoint({ log: new MemoryEventLog(), authorize: async () => true, heartbeatMs: 60_000 });
-    const text = await readUntil(await endpoint(new Request('http://casket/_casket/events')), () => false, 500);
-    expect(text).toBe(': casket events\nretry: 2000\n\n');
+  it('sends no heartbeat before heartbeatMs has passed (15 s unless set), nor when an event comes', async () => {
+    for (const heartbeatMs of [60_000, undefined]) {
+      const log = new MemoryEventLog();
+      const endpoint = eventsEndpoint({ log, authorize: async () => true, ...(heartbeatMs !== undefined && { heartbeatMs }) });
+      const res = await endpoint(new Request('http://casket/_casket/events'));
+      setTimeout(() => void log.append(record('k1')), 100);
+      const text = await readUntil(res, () => false, 500);
+      expect(text).toMatch(/^: casket events\nretry: 2000\n\nid: 1\ndata: [^\n]+\n\n$/);
+    }
+  });
+
+  it('sends an event at once while it reads the log itself, not at the next heartbeat', async () => {
+    const log = new HeadlessLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, heartbeatMs: 60_000 });
+    const res = await endpoint(new Request('http://casket/_casket/events?lastEventId=0'));
+    setTimeout(() => void log.append(record('k1')), 100);
+    const text = await readUntil(res, (t) => t.includes('id: 1\n'), 2000);
+    expect(text).toContain('id: 1\n');
   });
 });
 
