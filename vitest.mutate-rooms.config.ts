@@ -56,6 +56,7 @@ const TESTS: Record<string, string[]> = {
     'test/events/redis-log.test.ts',
     'test/events/stream-answers.test.ts',
     'test/events/stream-credentials.test.ts',
+    'test/events/stream-reads.test.ts',
     'test/events/stream-sample.test.ts',
     'test/events/stream-stop.test.ts',
     'test/events/stream-waits.test.ts',
