@@ -231,6 +231,24 @@ describe('the stream over a log that forgot', () => {
     expect(text.endsWith('event: lagged\ndata: {"after":"0","message":"This subscriber fell behind the event log; reconnect with Last-Event-ID."}\n\n')).toBe(true);
   });
 
+  it('a subscriber that resumed and has been sent what it missed, then falls behind, gets `lagged` and the end too', async () => {
+    const log = new MemoryEventLog(4);
+    await log.append(record('k0'));
+    const endpoint = eventsEndpoint({ log, authorize: async () => true });
+    const res = await endpoint(new Request('http://casket/_casket/events', { headers: { 'last-event-id': '0' } }));
+    const reader = res.body!.getReader();
+    let text = '';
+    while (!text.includes('id: 1\n')) text += new TextDecoder().decode((await reader.read()).value);
+    for (let i = 0; i < 1100; i++) await log.append(record(`k${i}`));
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).not.toContain('event: lost');
+    expect(text.endsWith('event: lagged\ndata: {"after":"1","message":"This subscriber fell behind the event log; reconnect with Last-Event-ID."}\n\n')).toBe(true);
+  });
+
   it('refuses whom authorize refuses, and an id of another kind', async () => {
     const log = new MemoryEventLog();
     expect((await eventsEndpoint({ log, authorize: async () => false })(new Request('http://casket/_casket/events'))).status).toBe(403);

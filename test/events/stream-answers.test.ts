@@ -45,6 +45,15 @@ describe('a subscriber refused', () => {
     expect(await answer(await endpoint(new Request(url, { headers: { 'last-event-id': 'nonsense' } })))).toEqual({ status: 400, type: 'application/json', body: { error: 'InvalidArgument', message: 'Last-Event-ID is not an id of this event stream.' } });
     expect(await answer(await endpoint(new Request(`${url}?sample=10`)))).toEqual({ status: 400, type: 'application/json', body: { error: 'InvalidArgument', message: 'sample is a number of milliseconds from 100 to 60000.' } });
   });
+
+  it('not for a sample at either end of 100–60000 ms', async () => {
+    const endpoint = eventsEndpoint({ log: new MemoryEventLog(), authorize: async () => true });
+    for (const ms of ['100', '60000']) {
+      const res = await endpoint(new Request(`${url}?sample=${ms}`));
+      expect(res.status).toBe(200);
+      await res.body!.cancel();
+    }
+  });
 });
 
 describe('filters from the query', () => {
