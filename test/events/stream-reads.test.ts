@@ -70,6 +70,22 @@ describe('a subscriber that left', () => {
   });
 });
 
+describe('caught-up streams', () => {
+  it('share reads of the log spaced by the batchMs the endpoint was given (the tail is made with it)', async () => {
+    const log = new CountingLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 300, heartbeatMs: 60_000 });
+    const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
+    const started = Date.now();
+    for (let i = 1; i <= 30; i++) {
+      await log.append(record(`k${i}`));
+      await sleep(20);
+    }
+    while (!stream.text.includes('id: 30\n')) await sleep(10);
+    expect(log.reads).toBeLessThanOrEqual(Math.floor((Date.now() - started) / 300) + 2);
+    await stream.close();
+  });
+});
+
 describe('a stream reading the log itself', () => {
   it('reads it at most once per batchMs while events come, and not while none do', async () => {
     const log = new CountingLog(true);

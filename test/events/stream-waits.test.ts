@@ -71,7 +71,7 @@ describe('a stream with nothing to send', () => {
     const res = await endpoint(new Request('http://casket/_casket/events?lastEventId=0'));
     setTimeout(() => void log.append(record('k1')), 100);
     const text = await readUntil(res, (t) => t.includes('id: 1\n'), 2000);
-    expect(text).toContain('id: 1\n');
+    expect(text).toMatch(/^: casket events\nretry: 2000\n\nid: 1\n/);
   });
 });
 
