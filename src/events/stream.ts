@@ -72,9 +72,9 @@ function list(query: URLSearchParams, name: string): string[] {
   return query.getAll(name).flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '');
 }
 
+/** An empty `?prefix=` (a form sent blank) selects every key, as no prefix does (record.ts `selects`). */
 export function filterFrom(query: URLSearchParams): EventFilter {
-  const prefix = query.get('prefix');
-  return { buckets: list(query, 'bucket'), events: list(query, 'event'), ...(prefix !== null && prefix !== '' && { prefix }) };
+  return { buckets: list(query, 'bucket'), events: list(query, 'event'), prefix: query.get('prefix') ?? '' };
 }
 
 export interface EventsEndpoint {
@@ -94,7 +94,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
   const pageSize = options.pageSize ?? 500;
   const batchMs = options.batchMs ?? 20;
   // Streams that have caught up share one read of the log (tail.ts).
-  const tail = new EventTail(log, { pageSize, batchMs, ...(options.tailEvents !== undefined && { keep: options.tailEvents }) });
+  const tail = new EventTail(log, { pageSize, batchMs, keep: options.tailEvents });
   const endpoint = async (request: Request): Promise<Response> => {
     const granted = await options.authorize(request);
     if (granted !== true && typeof granted !== 'function') return json(403, { error: 'AccessDenied', message: typeof granted === 'string' ? `The event stream: ${granted}` : 'The event stream needs an admin credential: sign the request (SigV4) with an admin access key.' });
@@ -108,8 +108,10 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
     let lastSent = 0;
     let cursor = resume ?? (await log.head());
     let first = resume !== undefined;
+    // Stryker disable next-line BooleanLiteral: set false before each read of the log, the only place it is read after
     let pending = false;
     /** Whether the last pull was answered by the tail: then news comes from it, not from each append. */
+    // Stryker disable next-line BooleanLiteral: the pull loop sets it before any wait; before the first pull there is no wake to call
     let atTail = false;
     let wake: (() => void) | undefined;
     const offAppend = log.onAppend(() => {
@@ -166,6 +168,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
           const recheck = stillAllowed
             ? async () => {
                 if (cancelled) return;
+                // Stryker disable next-line ArrowFunction: undefined is as falsy as false here
                 const ok = await stillAllowed().catch(() => false);
                 if (ok || cancelled) return;
                 try {
@@ -248,6 +251,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
             if (page.events.length > 0) {
               cursor = page.events[page.events.length - 1]!.id;
               const text = page.events.filter((e) => selects(filter, e)).map(message).join('');
+              // Stryker disable next-line StringLiteral: an empty chunk enqueued writes no bytes; the loop's next pull reads on
               if (text !== '') {
                 controller.enqueue(encoder.encode(text));
                 return;
@@ -269,6 +273,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
           wake?.();
         },
       },
+      // Stryker disable next-line ObjectLiteral: 1 is also a ReadableStream's default (https://streams.spec.whatwg.org/#validate-and-normalize-high-water-mark); said here because the pull-per-send backpressure depends on it
       { highWaterMark: 1 },
     );
     return new Response(stream, {
