@@ -51,7 +51,7 @@ function drain(res: Response) {
       text += new TextDecoder().decode(value);
     }
   })();
-  return { get text() { return text; }, close: async () => { await reader.cancel(); await done; } };
+  return { get text() { return text; }, done, close: async () => { await reader.cancel(); await done; } };
 }
 
 describe('a subscriber that left', () => {
@@ -65,6 +65,22 @@ describe('a subscriber that left', () => {
     await stream.close();
     const before = log.reads;
     for (let i = 2; i <= 5; i++) await log.append(record(`k${i}`));
+    await sleep(100);
+    expect(log.reads).toBe(before);
+  });
+});
+
+describe('a stream ended by endAll (casket stopping)', () => {
+  it('ends, and reads the log no more', async () => {
+    const log = new CountingLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
+    const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
+    await log.append(record('k1'));
+    while (!stream.text.includes('id: 1\n')) await sleep(10);
+    await sleep(50);
+    const before = log.reads;
+    endpoint.endAll();
+    await stream.done;
     await sleep(100);
     expect(log.reads).toBe(before);
   });
