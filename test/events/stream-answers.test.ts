@@ -71,9 +71,9 @@ describe('filters from the query', () => {
     const res = await eventsEndpoint({ log, authorize: async () => true })(new Request(`${url}?lastEventId=0&${query}`));
     const reader = res.body!.getReader();
     let text = '';
-    // The records are in the log already: a filter that drops the last one shows as a wait, cut short here.
+    // The records are in the log already: a filter that drops the last one shows as a wait, cut short here (10 s, test/helpers/poll.ts).
     let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), 5000)));
+    const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), 10_000)));
     while (!text.includes('"key":"end"')) {
       const next = await Promise.race([reader.read(), late]);
       if (next === 'late' || next.done) break;

@@ -119,5 +119,5 @@ describe('an open stream checks its credential again', () => {
     expect([kept.ended, forever.ended]).toEqual([false, false]);
     expect(kept.text + forever.text).toBe('');
     await Promise.all([kept.close(), forever.close(), kept.done, forever.done]);
-  }, 5000);
+  }, 15_000);
 });

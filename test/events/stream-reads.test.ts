@@ -10,6 +10,7 @@ import type { EventLog } from '../../src/events/log.js';
 import { MemoryEventLog } from '../../src/events/memory-log.js';
 import { recordOf } from '../../src/events/record.js';
 import { eventsEndpoint } from '../../src/events/stream.js';
+import { until } from '../helpers/poll.js';
 
 const record = (key: string) => recordOf({ kind: 'written', operation: 'PutObject', bucket: 'b', key, requestId: 'r', etag: 'e', size: 1 }, 'us-east-1');
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -60,8 +61,7 @@ describe('a subscriber that left', () => {
     const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
     const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
     await log.append(record('k1'));
-    await sleep(100);
-    expect(stream.text).toContain('id: 1\n');
+    await until(() => stream.text.includes('id: 1\n'), 'the first event sent');
     await stream.close();
     const before = log.reads;
     for (let i = 2; i <= 5; i++) await log.append(record(`k${i}`));
@@ -76,7 +76,7 @@ describe('a stream ended by endAll (casket stopping)', () => {
     const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
     const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
     await log.append(record('k1'));
-    while (!stream.text.includes('id: 1\n')) await sleep(10);
+    await until(() => stream.text.includes('id: 1\n'), 'the first event sent');
     await sleep(50);
     const before = log.reads;
     endpoint.endAll();
@@ -96,7 +96,7 @@ describe('caught-up streams', () => {
       await log.append(record(`k${i}`));
       await sleep(20);
     }
-    while (!stream.text.includes('id: 30\n')) await sleep(10);
+    await until(() => stream.text.includes('id: 30\n'), 'the last event sent');
     expect(log.reads).toBeLessThanOrEqual(Math.floor((Date.now() - started) / 300) + 2);
     await stream.close();
   });
@@ -112,7 +112,7 @@ describe('a stream reading the log itself', () => {
       await log.append(record(`k${i}`));
       await sleep(20);
     }
-    while (!stream.text.includes('id: 20\n')) await sleep(10);
+    await until(() => stream.text.includes('id: 20\n'), 'the last event sent');
     // Each read after the first waited batchMs since the one before: this many fit in the time taken.
     expect(log.reads).toBeLessThanOrEqual(Math.floor((Date.now() - started) / 200) + 2);
     // One more read after the last send finds nothing; after it, none.
@@ -128,13 +128,12 @@ describe('a stream reading the log itself', () => {
     const endpoint = eventsEndpoint({ log, authorize: async () => true, heartbeatMs: 60_000 });
     const release = log.holdNext();
     const stream = drain(await endpoint(new Request('http://casket/_casket/events?lastEventId=0')));
-    while (log.reads === 0) await sleep(5);
+    await until(() => log.reads > 0, 'the held read');
     // The held read found the log empty; this append comes while it is out.
     await log.append(record('k1'));
     release();
-    const deadline = Date.now() + 2000;
-    while (!stream.text.includes('id: 1\n') && Date.now() < deadline) await sleep(10);
-    expect(stream.text).toContain('id: 1\n');
+    // Well before the 60 s heartbeat, which would otherwise be the next wake.
+    await until(() => stream.text.includes('id: 1\n'), 'the event appended during the read');
     await stream.close();
   });
 });

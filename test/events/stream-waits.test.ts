@@ -13,7 +13,7 @@ import { eventsEndpoint } from '../../src/events/stream.js';
 const record = (key: string) => recordOf({ kind: 'written', operation: 'PutObject', bucket: 'b', key, requestId: 'r', etag: 'e', size: 1 }, 'us-east-1');
 
 /** Reads `res` until `enough` holds over the text or `ms` pass; the reader is cancelled either way. */
-async function readUntil(res: Response, enough: (text: string) => boolean, ms = 5000): Promise<string> {
+async function readUntil(res: Response, enough: (text: string) => boolean, ms = 10_000): Promise<string> {
   const reader = res.body!.getReader();
   let text = '';
   let timer: NodeJS.Timeout | undefined;
@@ -70,7 +70,7 @@ describe('a stream with nothing to send', () => {
     const endpoint = eventsEndpoint({ log, authorize: async () => true, heartbeatMs: 60_000 });
     const res = await endpoint(new Request('http://casket/_casket/events?lastEventId=0'));
     setTimeout(() => void log.append(record('k1')), 100);
-    const text = await readUntil(res, (t) => t.includes('id: 1\n'), 2000);
+    const text = await readUntil(res, (t) => t.includes('id: 1\n'));
     expect(text).toMatch(/^: casket events\nretry: 2000\n\nid: 1\n/);
   });
 });
