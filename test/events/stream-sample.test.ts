@@ -44,6 +44,18 @@ describe('a sampled stream', () => {
     expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(990);
   });
 
+  it('counts an interval whose records its filter dropped as no send: the next match goes at once', async () => {
+    const log = new MemoryEventLog();
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
+    // A minute between sends: a send wrongly counted would hold the next match that long.
+    const seen = sends(await endpoint(new Request('http://casket/_casket/events?sample=60000&prefix=kept/')), 2);
+    await log.append(record('dropped/1'));
+    await sleep(100);
+    await log.append(record('kept/2'));
+    const got = await Promise.race([seen, sleep(10_000).then(() => 'not within 10 s' as const)]);
+    expect(got === 'not within 10 s' ? got : got.map((s) => ids(s.text))).toEqual([[2]]);
+  });
+
   it('counts nothing left out when an interval brings exactly SAMPLE_RECORDS', async () => {
     const log = new MemoryEventLog();
     const endpoint = eventsEndpoint({ log, authorize: async () => true, heartbeatMs: 60_000 });
