@@ -68,6 +68,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/batch.test.ts',
     'test/mcp/caller-isolation.test.ts',
     'test/mcp/direct-calls.test.ts',
+    'test/mcp/door.test.ts',
     'test/mcp/endpoint.test.ts',
     'test/mcp/every-request-answered.test.ts',
     'test/mcp/http-tools.test.ts',
