@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mcpEndpoint, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 import { missing } from '../helpers/model-view.js';
+import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
 
 const bucket = 'door';
@@ -106,5 +107,18 @@ describe('what the door lets a tool do', () => {
     expect(r.isError).toBe(true);
     expect(missing(r, ['what_changed is for agents'])).toEqual([]);
     await client.close();
+  });
+
+  it('logs a tool\'s S3 requests as the wire\'s: a read and a refusal whole, a read cut at the limit as aborted', async () => {
+    const client = await httpClient(casket, mintToken(casket.agents.sig!), 'sig');
+    for (const key of ['small.txt', 'absent.txt', 'big.txt']) await call(client, 'read_text_file', { path: `${bucket}/${key}` });
+    await client.close();
+    interface Line { msg?: string; operation?: string; bucket?: string; key?: string; status?: number; aborted?: boolean }
+    const reads = (key: string) => casket.logs.filter((l) => l.includes('"request"')).map((l) => JSON.parse(l) as Line).filter((e) => e.msg === 'request' && e.operation === 'GetObject' && e.bucket === bucket && e.key === key);
+    await until(() => ['small.txt', 'absent.txt', 'big.txt'].every((k) => reads(k).length > 0), 'the reads\' log lines');
+    expect(reads('small.txt').map((e) => [e.status, e.aborted])).toContainEqual([200, undefined]);
+    expect(reads('small.txt').every((e) => e.aborted === undefined)).toBe(true);
+    expect(reads('absent.txt').map((e) => [e.status, e.aborted])).toEqual([[404, undefined]]);
+    expect(reads('big.txt').every((e) => e.status === 200 && e.aborted === true)).toBe(true);
   });
 });
