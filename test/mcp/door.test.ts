@@ -18,10 +18,11 @@ import { raw } from '../helpers/raw.js';
 const bucket = 'door';
 const ACCEPT = 'application/json, text/event-stream';
 const LIMIT = 1024;
+const DIFF_LIMIT = 64;
 let casket: McpCasket;
 
 beforeAll(async () => {
-  casket = await startMcpCasket({ agents: ['sig'], keys: { person: {} }, flags: { mcpMaxFileBytes: String(LIMIT) } });
+  casket = await startMcpCasket({ agents: ['sig'], keys: { person: {} }, flags: { mcpMaxFileBytes: String(LIMIT), diffMaxBytes: String(DIFF_LIMIT) } });
   const admin = sdk(casket.url, casket.admin);
   await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'small.txt', Body: 'small\n' }));
@@ -98,6 +99,19 @@ describe('what the door lets a tool do', () => {
     expect(missing(big, [`larger than ${LIMIT} bytes`])).toEqual([]);
     const small = await call(client, 'read_text_file', { path: `${bucket}/small.txt` });
     expect(data(small).content).toBe('small\n');
+    await client.close();
+  });
+
+  it('a reminder whose diff casket cut at --diff-max-bytes says so, and where the rest is', async () => {
+    const client = await httpClient(casket, mintToken(casket.agents.sig!), 'sig');
+    const before = Array.from({ length: 8 }, (_, i) => `line ${i}\n`).join('');
+    const admin = sdk(casket.url, casket.admin);
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'long.txt', Body: before }));
+    await call(client, 'read_text_file', { path: `${bucket}/long.txt` });
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'long.txt', Body: before.toUpperCase() }));
+    admin.destroy();
+    const next = await call(client, 'get_file_info', { path: `${bucket}/small.txt` });
+    expect(missing(next, ['long.txt', 'what_changed {} for the whole diff'])).toEqual([]);
     await client.close();
   });
 
