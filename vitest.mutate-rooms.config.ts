@@ -73,15 +73,22 @@ const TESTS: Record<string, string[]> = {
   mcp: [
     'test/mcp/answer-json.test.ts',
     'test/mcp/batch.test.ts',
+    'test/mcp/caller-isolation.test.ts',
     'test/mcp/direct-calls.test.ts',
+    'test/mcp/door.test.ts',
     'test/mcp/endpoint.test.ts',
     'test/mcp/every-request-answered.test.ts',
+    'test/mcp/http-tools.test.ts',
+    'test/mcp/more-tools.test.ts',
     'test/mcp/paths.test.ts',
+    'test/mcp/read-windows.test.ts',
+    'test/mcp/refusal-words.test.ts',
     'test/mcp/results.test.ts',
     'test/mcp/streamable-post.test.ts',
     'test/mcp/text.test.ts',
     'test/mcp/token.test.ts',
     'test/mcp/token-check.test.ts',
+    'test/mcp/write-conditions.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';

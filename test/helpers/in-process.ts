@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import type { Credential } from '../../src/auth/credentials.js';
 import { buildConfig } from '../../src/config.js';
 import { startCasket, type Casket } from '../../src/server.js';
@@ -22,6 +23,8 @@ export interface InProcessCasket {
   /** The embedded store's directory. */
   dataDir: string;
   casket: Casket;
+  /** casket's log lines (JSON), as a spawned casket's stdout keeps them; none at the default level, silent. */
+  logs: string[];
   admin: Cred;
   agents: Record<string, Cred>;
   /** Keys bound to no agent and not admin (a person's, a service's). */
@@ -42,11 +45,14 @@ export async function startInProcess(options: { agents?: string[]; keys?: string
   const keys = Object.fromEntries((options.keys ?? []).map((name) => [name, key()]));
   const credentials: Credential[] = [{ ...admin, admin: true }, ...Object.entries(agents).map(([agent, c]) => ({ ...c, agent })), ...Object.values(keys), ...(options.credentials ?? [])];
   const config = buildConfig({ listen: '127.0.0.1:0', dataDir, state: 'memory', fsync: 'false', logLevel: 'silent', ...options.flags });
-  const casket = await startCasket(config, credentials);
+  const logs: string[] = [];
+  const log = pino({ level: config.logLevel, base: { service: 'casket' } }, { write: (line: string) => void logs.push(line.trimEnd()) });
+  const casket = await startCasket(config, credentials, log);
   return {
     url: casket.url,
     dataDir,
     casket,
+    logs,
     admin,
     agents,
     keys,

@@ -4,13 +4,14 @@
  * `casket mcp token`, or over stdio through `casket mcp` (the bridge).
  */
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { CLI, startCasket, type Cred, type RunningCasket } from './casket.js';
+import { CLI, startCasket, type CasketOptions, type Cred, type RunningCasket } from './casket.js';
 
-export type McpCasket = Pick<RunningCasket, 'url' | 'admin' | 'agents' | 'keys' | 'stop'>;
+export type McpCasket = Pick<RunningCasket, 'url' | 'admin' | 'agents' | 'keys' | 'logs' | 'stop'>;
 
 /**
  * The casket an MCP test drives, with these agents (each key bound to its
@@ -18,16 +19,26 @@ export type McpCasket = Pick<RunningCasket, 'url' | 'admin' | 'agents' | 'keys' 
  * CASKET_TEST_IN_PROCESS set (as vitest.mutate-rooms.config.ts sets it for
  * `npm run mutate:rooms`), casket in this process (test/helpers/in-process.ts),
  * where Stryker's mutants of src/mcp and src/mcp-door.ts are. Loaded only
- * then, so a spawned run does not load src at all. `flags`: by their config names.
+ * then, so a spawned run does not load src at all. `flags`: by their config names;
+ * `keys`: more keys by name, each with an optional agent and policy, as startCasket takes them.
  */
-export async function startMcpCasket(options: { agents?: string[]; flags?: Record<string, string> } = {}): Promise<McpCasket> {
+export async function startMcpCasket(options: { agents?: string[]; keys?: CasketOptions['keys']; flags?: Record<string, string> } = {}): Promise<McpCasket> {
   const flags = options.flags ?? {};
   if (process.env.CASKET_TEST_IN_PROCESS) {
     const { startInProcess } = await import('./in-process.js');
-    return startInProcess({ agents: options.agents ?? [], flags });
+    const { parsePolicy } = await import('../../src/auth/policy.js');
+    // The keys as the credentials file gives them (a policy document each), parsed as casket's loader parses them.
+    const keys = Object.entries(options.keys ?? {}).map(([name, k]) => ({ name, cred: { accessKeyId: `AK${name.toUpperCase().replace(/[^A-Z0-9]/g, '')}${randomBytes(6).toString('hex').toUpperCase()}`, secretAccessKey: randomBytes(20).toString('hex') }, ...k }));
+    const c = await startInProcess({
+      agents: options.agents ?? [],
+      // Logged as a spawned casket logs (its default level), for the tests that look at what is logged.
+      flags: { logLevel: 'info', ...flags },
+      credentials: keys.map((k) => ({ ...k.cred, ...(k.agent !== undefined && { agent: k.agent }), ...(k.policy !== undefined && { policies: [parsePolicy(k.policy)] }) })),
+    });
+    return { ...c, keys: Object.fromEntries(keys.map((k) => [k.name, k.cred])) };
   }
   const args = Object.entries(flags).flatMap(([name, value]) => [`--${name.replace(/[A-Z]/g, (ch) => `-${ch.toLowerCase()}`)}`, value]);
-  return startCasket({ agents: options.agents ?? [], args });
+  return startCasket({ agents: options.agents ?? [], ...(options.keys && { keys: options.keys }), args });
 }
 
 /**

@@ -10,20 +10,19 @@
  */
 import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { mintToken } from '../helpers/mcp.js';
+import { mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
 
 const bucket = 'files';
-let casket: RunningCasket;
+let casket: McpCasket;
 let admin: S3Client;
 let agentToken: string;
 let adminToken: string;
 
 beforeAll(async () => {
-  casket = await startCasket({
+  casket = await startMcpCasket({
     keys: {
       pubOnly: {
         agent: 'patcher',

@@ -8,17 +8,16 @@ import { createHash } from 'node:crypto';
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mcpEndpoint, mintToken, text } from '../helpers/mcp.js';
+import { call, data, httpClient, mcpEndpoint, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 let alice: Client;
 let bob: Client;
 const bucket = 'mcp';
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice', 'bob'], keys: { readonly: { agent: 'carol', policy: { Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:ListBucket'], Resource: ['arn:aws:s3:::mcp', 'arn:aws:s3:::mcp/*'] }] } } } });
+  casket = await startMcpCasket({ agents: ['alice', 'bob'], keys: { readonly: { agent: 'carol', policy: { Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:ListBucket'], Resource: ['arn:aws:s3:::mcp', 'arn:aws:s3:::mcp/*'] }] } } } });
   await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
   alice = await httpClient(casket, mintToken(casket.agents.alice!), 'alice');
   bob = await httpClient(casket, mintToken(casket.agents.bob!), 'bob');

@@ -8,17 +8,16 @@
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken, text } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 let ann: Client;
 let ben: Client;
 const bucket = 'tools';
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['ann', 'ben'] });
+  casket = await startMcpCasket({ agents: ['ann', 'ben'] });
   await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
   ann = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
   ben = await httpClient(casket, mintToken(casket.agents.ben!), 'ben');

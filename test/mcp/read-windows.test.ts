@@ -8,17 +8,16 @@
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 let alice: Client;
 const bucket = 'windows';
 const path = `${bucket}/five.txt`;
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice'] });
+  casket = await startMcpCasket({ agents: ['alice'] });
   const admin = sdk(casket.url, casket.admin);
   await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'five.txt', Body: 'l1\nl2\nl3\nl4\nl5\n' }));

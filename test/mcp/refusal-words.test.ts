@@ -8,17 +8,16 @@
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken, text } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
 
 const bucket = 'words';
-let casket: RunningCasket;
+let casket: McpCasket;
 let alice: Client;
 let bob: Client;
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice', 'bob'], keys: { carol: {} } });
+  casket = await startMcpCasket({ agents: ['alice', 'bob'], keys: { carol: {} } });
   await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
   alice = await httpClient(casket, mintToken(casket.agents.alice!), 'alice');
   bob = await httpClient(casket, mintToken(casket.agents.bob!), 'bob');

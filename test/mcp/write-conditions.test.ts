@@ -11,18 +11,17 @@
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 let admin: S3Client;
 let alice: Client;
 let person: Client;
 const bucket = 'conditions';
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice'], keys: { person: {} }, args: ['--agent-writes', 'read-stamp'] });
+  casket = await startMcpCasket({ agents: ['alice'], keys: { person: {} }, flags: { agentWrites: 'read-stamp' } });
   admin = sdk(casket.url, casket.admin);
   await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   alice = await httpClient(casket, mintToken(casket.agents.alice!), 'alice');
