@@ -55,13 +55,19 @@ function drain(res: Response) {
   return { get text() { return text; }, done, close: async () => { await reader.cancel(); await done; } };
 }
 
+/** A stream that has been sent its first event, over a log that counts its reads. */
+async function streamWithFirstEvent() {
+  const log = new CountingLog();
+  const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
+  const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
+  await log.append(record('k1'));
+  await until(() => stream.text.includes('id: 1\n'), 'the first event sent');
+  return { log, endpoint, stream };
+}
+
 describe('a subscriber that left', () => {
   it('costs the log no more reads: the shared tail stops following it', async () => {
-    const log = new CountingLog();
-    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
-    const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
-    await log.append(record('k1'));
-    await until(() => stream.text.includes('id: 1\n'), 'the first event sent');
+    const { log, stream } = await streamWithFirstEvent();
     await stream.close();
     const before = log.reads;
     for (let i = 2; i <= 5; i++) await log.append(record(`k${i}`));
@@ -72,11 +78,7 @@ describe('a subscriber that left', () => {
 
 describe('a stream ended by endAll (casket stopping)', () => {
   it('ends, and reads the log no more', async () => {
-    const log = new CountingLog();
-    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
-    const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
-    await log.append(record('k1'));
-    await until(() => stream.text.includes('id: 1\n'), 'the first event sent');
+    const { log, endpoint, stream } = await streamWithFirstEvent();
     await sleep(50);
     const before = log.reads;
     endpoint.endAll();
