@@ -88,16 +88,22 @@ describe('a stream ended by endAll (casket stopping)', () => {
   });
 });
 
+/** Appends k1…kN, 20 ms apart (faster than any batchMs here); returns when it started. */
+async function appendEvery20ms(log: CountingLog, n: number): Promise<number> {
+  const started = Date.now();
+  for (let i = 1; i <= n; i++) {
+    await log.append(record(`k${i}`));
+    await sleep(20);
+  }
+  return started;
+}
+
 describe('caught-up streams', () => {
   it('share reads of the log spaced by the batchMs the endpoint was given (the tail is made with it)', async () => {
     const log = new CountingLog();
     const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 300, heartbeatMs: 60_000 });
     const stream = drain(await endpoint(new Request('http://casket/_casket/events')));
-    const started = Date.now();
-    for (let i = 1; i <= 30; i++) {
-      await log.append(record(`k${i}`));
-      await sleep(20);
-    }
+    const started = await appendEvery20ms(log, 30);
     await until(() => stream.text.includes('id: 30\n'), 'the last event sent');
     expect(log.reads).toBeLessThanOrEqual(Math.floor((Date.now() - started) / 300) + 2);
     await stream.close();
@@ -109,11 +115,7 @@ describe('a stream reading the log itself', () => {
     const log = new CountingLog(true);
     const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 200, heartbeatMs: 60_000 });
     const stream = drain(await endpoint(new Request('http://casket/_casket/events?lastEventId=0')));
-    const started = Date.now();
-    for (let i = 1; i <= 20; i++) {
-      await log.append(record(`k${i}`));
-      await sleep(20);
-    }
+    const started = await appendEvery20ms(log, 20);
     await until(() => stream.text.includes('id: 20\n'), 'the last event sent');
     // Each read after the first waited batchMs since the one before: this many fit in the time taken.
     expect(log.reads).toBeLessThanOrEqual(Math.floor((Date.now() - started) / 200) + 2);
