@@ -14,7 +14,10 @@
  * - `?sample=MS` (100–60000), for a person's view such as the console: at
  *   most one send every MS milliseconds, of the newest SAMPLE_RECORDS
  *   matching records since the last, after `event: skipped` with the count
- *   of those left out. A program that must see every record leaves it out.
+ *   of those left out. A sampled stream that resumes (EventSource reconnects
+ *   with Last-Event-ID) is sent the newest SAMPLE_RECORDS of its whole
+ *   backlog in one send, read across pages, with the count of the rest.
+ *   A program that must see every record leaves it out.
  * - A comment every `heartbeatMs` keeps proxies from closing an idle stream.
  * - Backpressure: the stream pulls from the log only when the socket has
  *   taken what was sent, so a slow subscriber holds one page at most and a
@@ -63,6 +66,11 @@ const encoder = new TextEncoder();
 
 /** The most records one sampled send carries (`?sample=`). */
 export const SAMPLE_RECORDS = 50;
+
+/** What a sampled send says of the matching records it left out. */
+function skippedEvent(count: number): string {
+  return `event: skipped\ndata: ${JSON.stringify({ count })}\n\n`;
+}
 
 function json(status: number, body: unknown): Response {
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
@@ -113,6 +121,15 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
     /** Whether the last pull was answered by the tail: then news comes from it, not from each append. */
     // Stryker disable next-line BooleanLiteral: the pull loop sets it before any wait; before the first pull there is no wake to call
     let atTail = false;
+    /**
+     * A sampled stream reading its backlog from the log (a resume; the
+     * console's EventSource resends Last-Event-ID on every reconnect): the
+     * newest SAMPLE_RECORDS matching records read so far, and how many older
+     * ones it leaves out; `behind` while a full page says more follow.
+     */
+    let backlog: string[] = [];
+    let backlogSkipped = 0;
+    let behind = false;
     let wake: (() => void) | undefined;
     const offAppend = log.onAppend(() => {
       pending = true;
@@ -189,7 +206,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
           for (;;) {
             if (cancelled) return;
             // A resume's first read goes to the log, which knows whether events were lost.
-            const news = first ? undefined : tail.after(cursor);
+            const news = first || behind ? undefined : tail.after(cursor);
             atTail = news !== undefined;
             if (news !== undefined) {
               if (news.length > 0) {
@@ -203,7 +220,7 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
                 let matching = news.filter((e) => selects(filter, e.event));
                 let skipped = '';
                 if (sampleMs > 0 && matching.length > SAMPLE_RECORDS) {
-                  skipped = `event: skipped\ndata: ${JSON.stringify({ count: matching.length - SAMPLE_RECORDS })}\n\n`;
+                  skipped = skippedEvent(matching.length - SAMPLE_RECORDS);
                   matching = matching.slice(-SAMPLE_RECORDS);
                 }
                 const text = skipped + matching.map((e) => e.text).join('');
@@ -248,7 +265,26 @@ export function eventsEndpoint(options: StreamOptions): EventsEndpoint {
               if (page.events.length === 0) cursor = await log.head();
             }
             first = false;
-            if (page.events.length > 0) {
+            if (sampleMs > 0) {
+              // Sampled: the backlog's newest SAMPLE_RECORDS in one send once the log is read to its end, not every page of it.
+              if (page.events.length > 0) cursor = page.events[page.events.length - 1]!.id;
+              backlog.push(...page.events.filter((e) => selects(filter, e)).map(message));
+              if (backlog.length > SAMPLE_RECORDS) {
+                backlogSkipped += backlog.length - SAMPLE_RECORDS;
+                backlog = backlog.slice(-SAMPLE_RECORDS);
+              }
+              behind = page.events.length === pageSize;
+              if (behind) continue;
+              const text = (backlogSkipped > 0 ? skippedEvent(backlogSkipped) : '') + backlog.join('');
+              backlog = [];
+              backlogSkipped = 0;
+              if (text !== '') {
+                lastSent = Date.now();
+                controller.enqueue(encoder.encode(text));
+                return;
+              }
+              if (page.events.length > 0) continue;
+            } else if (page.events.length > 0) {
               cursor = page.events[page.events.length - 1]!.id;
               const text = page.events.filter((e) => selects(filter, e)).map(message).join('');
               // Stryker disable next-line StringLiteral: an empty chunk enqueued writes no bytes; the loop's next pull reads on

@@ -68,3 +68,28 @@ describe('a sampled stream', () => {
     expect(ids(text)).toHaveLength(SAMPLE_RECORDS);
   });
 });
+
+describe('a sampled stream that resumes', () => {
+  // The console's EventSource sends Last-Event-ID again on every reconnect: after heavy writes its backlog is pages long.
+  it('is sent the newest SAMPLE_RECORDS of its backlog once, read to the log end across pages, with a count of the rest', async () => {
+    const log = new MemoryEventLog();
+    for (let i = 1; i <= 300; i++) await log.append(record(`k${i}`));
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000, pageSize: 100 });
+    const got = await sends(await endpoint(new Request('http://casket/_casket/events?sample=1000&lastEventId=0')), 300);
+    expect(got).toHaveLength(1);
+    expect(got[0]!.text).toContain(`event: skipped\ndata: {"count":${300 - SAMPLE_RECORDS}}`);
+    expect(ids(got[0]!.text)).toEqual(Array.from({ length: SAMPLE_RECORDS }, (_, i) => 300 - SAMPLE_RECORDS + i + 1));
+  });
+
+  it('then goes on sampled from the tail: what comes next waits out the interval', async () => {
+    const log = new MemoryEventLog();
+    for (let i = 1; i <= 10; i++) await log.append(record(`k${i}`));
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000 });
+    const seen = sends(await endpoint(new Request('http://casket/_casket/events?sample=1000&lastEventId=0')), 11);
+    await sleep(100);
+    await log.append(record('k11'));
+    const got = await seen;
+    expect(got.map((s) => ids(s.text))).toEqual([Array.from({ length: 10 }, (_, i) => i + 1), [11]]);
+    expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(890);
+  });
+});
