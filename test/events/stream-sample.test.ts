@@ -90,6 +90,18 @@ describe('a sampled stream that resumes', () => {
     await log.append(record('k11'));
     const got = await seen;
     expect(got.map((s) => ids(s.text))).toEqual([Array.from({ length: 10 }, (_, i) => i + 1), [11]]);
+    // Nothing was left out of the backlog: no count of none.
+    expect(got[0]!.text).not.toContain('event: skipped');
     expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(890);
+  });
+
+  it('keeps to its filter in the backlog: the newest matching records, and the count of the matching ones left out', async () => {
+    const log = new MemoryEventLog();
+    for (let i = 1; i <= 300; i++) await log.append(record(`${i % 2 === 0 ? 'kept' : 'other'}/${i}`));
+    const endpoint = eventsEndpoint({ log, authorize: async () => true, batchMs: 5, heartbeatMs: 60_000, pageSize: 100 });
+    const got = await sends(await endpoint(new Request('http://casket/_casket/events?sample=1000&prefix=kept/&lastEventId=0')), 300);
+    expect(got).toHaveLength(1);
+    expect(got[0]!.text).toContain(`event: skipped\ndata: {"count":${150 - SAMPLE_RECORDS}}`);
+    expect(ids(got[0]!.text)).toEqual(Array.from({ length: SAMPLE_RECORDS }, (_, i) => 300 - 2 * (SAMPLE_RECORDS - 1 - i)));
   });
 });
