@@ -67,11 +67,7 @@ describe('an open stream checks its credential again', () => {
     await reader.read(); // the opening comment
     let text = '';
     const read = (async () => {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) return;
-        text += new TextDecoder().decode(value);
-      }
+      for (let r = await reader.read(); !r.done; r = await reader.read()) text += new TextDecoder().decode(r.value);
     })();
     await new Promise((resolve) => setTimeout(resolve, 300));
     const revoked = Date.now();

@@ -46,11 +46,8 @@ function drain(res: Response) {
   const reader = res.body!.getReader();
   let text = '';
   const done = (async () => {
-    for (;;) {
-      const { done: end, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-      if (end) return;
-      text += new TextDecoder().decode(value);
-    }
+    const next = () => reader.read().catch(() => ({ done: true as const, value: undefined }));
+    for (let r = await next(); !r.done; r = await next()) text += new TextDecoder().decode(r.value);
   })();
   return { get text() { return text; }, done, close: async () => { await reader.cancel(); await done; } };
 }

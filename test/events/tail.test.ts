@@ -31,10 +31,9 @@ function collect(res: Response) {
   const decoder = new TextDecoder();
   let text = '';
   const done = (async () => {
-    for (;;) {
-      const { done: end, value } = await reader.read().catch(() => ({ done: true, value: undefined }));
-      if (end) return;
-      text += decoder.decode(value);
+    const next = () => reader.read().catch(() => ({ done: true as const, value: undefined }));
+    for (let r = await next(); !r.done; r = await next()) {
+      text += decoder.decode(r.value);
       const cut = text.lastIndexOf('\n\n');
       if (cut < 0) continue;
       for (const m of text.slice(0, cut).matchAll(/^id: (\d+)$/gm)) ids.push(Number(m[1]));
