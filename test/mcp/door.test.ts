@@ -11,7 +11,7 @@ import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mcpEndpoint, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
-import { missing } from '../helpers/model-view.js';
+import { missing, viewsOf } from '../helpers/model-view.js';
 import { until } from '../helpers/poll.js';
 import { raw } from '../helpers/raw.js';
 
@@ -19,10 +19,20 @@ const bucket = 'door';
 const ACCEPT = 'application/json, text/event-stream';
 const LIMIT = 1024;
 const DIFF_LIMIT = 64;
+/** The largest version casket keeps for diffs (--retain-max-size): a file read between it and LIMIT is shown, not kept. */
+const RETAIN_LIMIT = 512;
 let casket: McpCasket;
 
 beforeAll(async () => {
-  casket = await startMcpCasket({ agents: ['sig'], keys: { person: {} }, flags: { mcpMaxFileBytes: String(LIMIT), diffMaxBytes: String(DIFF_LIMIT) } });
+  casket = await startMcpCasket({
+    agents: ['sig'],
+    keys: {
+      person: {},
+      // A second key of agent sig, that may read only door/open/*: one agent, two policies.
+      narrow: { agent: 'sig', policy: { Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:ListBucket'], Resource: [`arn:aws:s3:::${bucket}/open/*`] }] } },
+    },
+    flags: { mcpMaxFileBytes: String(LIMIT), diffMaxBytes: String(DIFF_LIMIT), retainMaxSize: String(RETAIN_LIMIT) },
+  });
   const admin = sdk(casket.url, casket.admin);
   await admin.send(new CreateBucketCommand({ Bucket: bucket }));
   await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'small.txt', Body: 'small\n' }));
@@ -96,7 +106,10 @@ describe('what the door lets a tool do', () => {
     const client = await httpClient(casket, mintToken(casket.agents.sig!), 'sig');
     const big = await call(client, 'read_text_file', { path: `${bucket}/big.txt` });
     expect(big.isError).toBe(true);
-    expect(missing(big, [`larger than ${LIMIT} bytes`])).toEqual([]);
+    expect(missing(big, [`EntityTooLarge: The object is larger than ${LIMIT} bytes`])).toEqual([]);
+    // Shown none of it, the agent has not read it whole: a write is not entitled by this read.
+    const after = await call(client, 'get_file_info', { path: `${bucket}/big.txt` });
+    expect(missing(after, [['your_read: partial', '"your_read":"partial"']])).toEqual([]);
     const small = await call(client, 'read_text_file', { path: `${bucket}/small.txt` });
     expect(data(small).content).toBe('small\n');
     await client.close();
@@ -120,6 +133,8 @@ describe('what the door lets a tool do', () => {
     const r = await call(client, 'what_changed', {});
     expect(r.isError).toBe(true);
     expect(missing(r, ['what_changed is for agents'])).toEqual([]);
+    // The error code, in the JSON the clients that show only structuredContent hand the model.
+    expect(viewsOf(r).structuredOnly!.text).toContain('"error":"InvalidRequest"');
     await client.close();
   });
 
@@ -134,5 +149,47 @@ describe('what the door lets a tool do', () => {
     expect(reads('small.txt').every((e) => e.aborted === undefined)).toBe(true);
     expect(reads('absent.txt').map((e) => [e.status, e.aborted])).toEqual([[404, undefined]]);
     expect(reads('big.txt').every((e) => e.status === 200 && e.aborted === true)).toBe(true);
+  });
+});
+
+describe('what_changed through the door', () => {
+  it('a cursor casket did not give is refused, saying what since takes', async () => {
+    const client = await httpClient(casket, mintToken(casket.agents.sig!), 'sig');
+    const r = await call(client, 'what_changed', { since: 'yesterday' });
+    expect(r.isError).toBe(true);
+    expect(missing(r, ['since must be a cursor from an earlier answer'])).toEqual([]);
+    await client.close();
+  });
+
+  it('a change from a version casket did not keep is named, without a diff', async () => {
+    const client = await httpClient(casket, mintToken(casket.agents.sig!), 'sig');
+    const admin = sdk(casket.url, casket.admin);
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'wide.txt', Body: 'a'.repeat(RETAIN_LIMIT + 1) }));
+    expect(data(await call(client, 'read_text_file', { path: `${bucket}/wide.txt` })).content).toHaveLength(RETAIN_LIMIT + 1);
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'wide.txt', Body: 'b'.repeat(RETAIN_LIMIT + 1) }));
+    admin.destroy();
+    const r = await call(client, 'what_changed', {});
+    expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
+    expect(missing(r, [`${bucket}/wide.txt`])).toEqual([]);
+    const change = (data(r).changes as Array<{ path: string; diff?: string }>).find((c) => c.path === `${bucket}/wide.txt`);
+    expect(change).toBeDefined();
+    expect(change!.diff).toBeUndefined();
+    await client.close();
+  });
+
+  it('a key of the agent that may not read a changed file is told of the change, not shown its diff', async () => {
+    const admin = sdk(casket.url, casket.admin);
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'closed.txt', Body: 'kept from narrow\n' }));
+    const sig = await httpClient(casket, mintToken(casket.agents.sig!), 'sig');
+    await call(sig, 'read_text_file', { path: `${bucket}/closed.txt` });
+    await sig.close();
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'closed.txt', Body: 'still kept from narrow\n' }));
+    admin.destroy();
+    const narrow = await httpClient(casket, mintToken(casket.keys.narrow!), 'narrow');
+    const r = await call(narrow, 'what_changed', {});
+    expect(r.isError, JSON.stringify(r.content)).toBeFalsy();
+    expect(missing(r, [`${bucket}/closed.txt`])).toEqual([]);
+    expect(JSON.stringify(r)).not.toContain('kept from narrow');
+    await narrow.close();
   });
 });
