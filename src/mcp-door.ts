@@ -24,6 +24,7 @@ import { NotAuthenticated, type Caller, type ChangesetAnswer, type CasketDoor, t
 import { S3Error, isS3Error } from './vocabulary/errors.js';
 import { formatETag } from './vocabulary/etag.js';
 import { accessFor } from './s3/access.js';
+import { objectResource } from './s3/actions.js';
 import { refusalError } from './s3/refusal-error.js';
 import { writeConditionsFrom } from './s3/write.js';
 import { ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from './changesets/commit.js';
@@ -41,6 +42,17 @@ function credentialOf(lookup: CredentialLookup, caller: Caller): Credential {
   // Stryker disable next-line StringLiteral: no tool is shown this sentence: every Caller a tool holds is the object authenticate made and recorded above (request-caller.ts carries it by reference), so its credential is always found
   if (!credential) throw new S3Error('InvalidAccessKeyId', 'The access key of this MCP session no longer exists.');
   return credential;
+}
+
+/** Whether `access` may read bucket/key (s3:GetObject on its ARN). */
+function readable(access: ReturnType<typeof accessFor>, bucket: string, key: string): boolean {
+  try {
+    access.authorize({ action: 's3:GetObject', resource: objectResource(bucket, key) });
+    return true;
+  } catch (e) {
+    if (isS3Error(e)) return false;
+    throw e;
+  }
 }
 
 /** The AuthResult of a caller the MCP endpoint verified, for the introspection endpoints (no request body). */
@@ -149,7 +161,8 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
     },
     async changes(caller, since) {
       if (caller.agent === undefined) return { status: 400, body: { error: 'InvalidRequest', message: 'what_changed is for agents: this credential is not bound to one.' } };
-      const res = await changesFor(auth(caller), services, caller.agent, new URLSearchParams(since !== undefined ? { since } : {})).catch((e: unknown) => {
+      // The caller acts as caller.agent: authenticate resolved its claim (resolveAgent) or its key is bound to it.
+      const res = await changesFor(auth(caller), services, caller.agent, new URLSearchParams(since !== undefined ? { since } : {}), true).catch((e: unknown) => {
         if (isS3Error(e)) return { status: e.status, body: { error: e.code, message: e.message } };
         throw e;
       });
@@ -199,7 +212,11 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
     },
     async changedSinceRead(caller) {
       if (caller.agent === undefined) return [];
-      const changed = await changedSinceRead(services.state, caller.agent);
+      const credential = credentialOf(options.lookup, caller);
+      // A key bound to no agent may act as any (resolveAgent): it is told the agent's changes only to files its own policy lets it read, as what_changed lists them (agent-changes.ts changesFor).
+      const own = credential.admin === true || credential.agent === caller.agent;
+      const access = accessFor(credential, () => {});
+      const changed = (await changedSinceRead(services.state, caller.agent)).filter((c) => own || readable(access, c.bucket, c.key));
       // Stryker disable next-line ConditionalExpression: `etag: undefined` reads as no etag to reminders.ts (`c.etag === undefined`), the one reader
       return changed.map((c) => ({ bucket: c.bucket, key: c.key, readETag: c.readETag, ...(c.etag !== undefined && { etag: c.etag }), changedBy: c.changedBy, changedAt: c.changedAt.toISOString() }));
     },

@@ -30,6 +30,8 @@ beforeAll(async () => {
       person: {},
       // A second key of agent sig, that may read only door/open/*: one agent, two policies.
       narrow: { agent: 'sig', policy: { Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:ListBucket'], Resource: [`arn:aws:s3:::${bucket}/open/*`] }] } },
+      // A person's key bound to no agent that may read only door/open/*: it may act as any agent, with its own policy.
+      limited: { policy: { Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:ListBucket'], Resource: [`arn:aws:s3:::${bucket}/open/*`] }] } },
     },
     flags: { mcpMaxFileBytes: String(LIMIT), diffMaxBytes: String(DIFF_LIMIT), retainMaxSize: String(RETAIN_LIMIT) },
   });
@@ -191,5 +193,24 @@ describe('what_changed through the door', () => {
     expect(missing(r, [`${bucket}/closed.txt`])).toEqual([]);
     expect(JSON.stringify(r)).not.toContain('kept from narrow');
     await narrow.close();
+  });
+
+  it('a person\'s key acting as an agent gets that agent\'s changes to the files its own policy lets it read', async () => {
+    // Agent pat read two files: one through the person's key (full rights), one through the limited key.
+    const wide = await httpClient(casket, mintToken(casket.keys.person!, { agent: 'pat' }), 'person-as-pat');
+    const admin = sdk(casket.url, casket.admin);
+    for (const key of ['pat-shut.txt', 'open/pat-seen.txt']) await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `before ${key}\n` }));
+    expect(data(await call(wide, 'read_text_file', { path: `${bucket}/pat-shut.txt` })).content).toBe('before pat-shut.txt\n');
+    const limited = await httpClient(casket, mintToken(casket.keys.limited!, { agent: 'pat' }), 'limited-as-pat');
+    expect(data(await call(limited, 'read_text_file', { path: `${bucket}/open/pat-seen.txt` })).content).toBe('before open/pat-seen.txt\n');
+    for (const key of ['pat-shut.txt', 'open/pat-seen.txt']) await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: `after ${key}\n` }));
+    admin.destroy();
+    const mine = await call(limited, 'what_changed', {});
+    expect(mine.isError, JSON.stringify(mine.content)).toBeFalsy();
+    expect(missing(mine, [`${bucket}/open/pat-seen.txt`])).toEqual([]);
+    expect(JSON.stringify(mine), JSON.stringify(mine)).not.toContain('pat-shut.txt');
+    const all = await call(wide, 'what_changed', {});
+    expect(missing(all, [`${bucket}/open/pat-seen.txt`, `${bucket}/pat-shut.txt`])).toEqual([]);
+    await Promise.all([wide.close(), limited.close()]);
   });
 });
