@@ -8,14 +8,13 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { httpClient, mintToken } from '../helpers/mcp.js';
+import { httpClient, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 let client: Client;
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['ann'] });
+  casket = await startMcpCasket({ agents: ['ann'] });
   client = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
 });
 afterAll(async () => {
