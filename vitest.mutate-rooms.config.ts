@@ -93,6 +93,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/token-check.test.ts',
     'test/mcp/tool-etags.test.ts',
     'test/mcp/write-conditions.test.ts',
+    'test/mcp/write-file.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';
