@@ -78,6 +78,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/changed-since-read.test.ts',
     'test/mcp/direct-calls.test.ts',
     'test/mcp/door.test.ts',
+    'test/mcp/edit-file.test.ts',
     'test/mcp/endpoint.test.ts',
     'test/mcp/every-request-answered.test.ts',
     'test/mcp/http-tools.test.ts',

@@ -69,6 +69,25 @@ describe('what a client is told at connect', () => {
     }
   });
 
+  it('every tool has a title and a description, and says what each argument and answer field is, in words', async () => {
+    const { tools } = await client.listTools();
+    const unsaid: string[] = [];
+    for (const t of tools) {
+      if (!/\w{3}/.test(t.title ?? '')) unsaid.push(`${t.name}: title`);
+      if ((t.description?.length ?? 0) < 80) unsaid.push(`${t.name}: description`);
+      // Every argument is described: the model has nothing else to go by.
+      for (const [name, prop] of Object.entries(t.inputSchema.properties ?? {})) if (!/\w{3}/.test((prop as { description?: string }).description ?? '')) unsaid.push(`${t.name}: argument ${name}`);
+      // An answer field may go without a description (bytes, written), but none has an empty one.
+      for (const [name, prop] of Object.entries(t.outputSchema?.properties ?? {})) {
+        const said = (prop as { description?: string }).description;
+        if (said !== undefined && !/\w{3}/.test(said)) unsaid.push(`${t.name}: answer field ${name}`);
+      }
+    }
+    expect(unsaid).toEqual([]);
+    // Each compare-and-swap writer tells the model to hand back the etag it read.
+    for (const name of ['write_file', 'write_files', 'edit_file', 'move_file', 'delete_file']) expect(tools.find((t) => t.name === name)?.description, name).toContain('expected_etag');
+  });
+
   it('the instructions say how etags, partial reads, refusals and reminders work', () => {
     const said = client.getInstructions() ?? '';
     expect(said).toMatch(/every read answers the file's etag/i);
