@@ -72,6 +72,7 @@ const TESTS: Record<string, string[]> = {
   // and `casket mcp`; the score is a lower bound.
   mcp: [
     'test/mcp/annotations.test.ts',
+    'test/mcp/apply-patch.test.ts',
     'test/mcp/answer-json.test.ts',
     'test/mcp/batch.test.ts',
     'test/mcp/caller-isolation.test.ts',
@@ -95,6 +96,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/tool-etags.test.ts',
     'test/mcp/write-conditions.test.ts',
     'test/mcp/write-file.test.ts',
+    'test/mcp/write-files.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';
