@@ -97,16 +97,17 @@ describe('edit_file', () => {
     expect(Buffer.byteLength(await stored('grow.txt'))).toBe(MAX);
   });
 
-  it('a merge answers the version it merged into, as previous_etag and in words', async () => {
-    await call(ann, 'write_file', { path: `${bucket}/merge.txt`, content: 'top\nmiddle\nbottom\n', create_only: true });
+  it('a merge answers the version it merged into, as previous_etag and in words, and keeps the Content-Type', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'merge.txt', Body: 'top\nmiddle\nbottom\n', ContentType: 'text/markdown' }));
     const read = await etagOf(bob, 'merge.txt');
-    const theirs = await call(ann, 'edit_file', edit('merge.txt', 'top', 'TOP'));
+    const theirs = await call(ann, 'edit_file', edit('merge.txt', 'top', 'TOP', { expected_etag: await etagOf(ann, 'merge.txt') }));
     const theirEtag = String(data(theirs).etag);
     const r = await call(bob, 'edit_file', edit('merge.txt', 'bottom', 'BOTTOM', { expected_etag: read, merge: true }));
     expect(r.isError, text(r)).toBeFalsy();
     expect(data(r)).toMatchObject({ merged: true, previous_etag: theirEtag, written: true });
     expect(text(r)).toContain(`[merged into version ${theirEtag}, which someone else wrote since ${read}; new etag ${String(data(r).etag)}]`);
     expect(await stored('merge.txt')).toBe('TOP\nmiddle\nBOTTOM\n');
+    expect((await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: 'merge.txt' }))).ContentType).toBe('text/markdown');
   });
 
   it('a dry run of a merge onto a version no longer current is refused: it shows no diff of a version that is gone, and writes nothing', async () => {

@@ -93,6 +93,7 @@ export const register: RegisterTool = (server, shared) => {
         }
         const got = await env.door.s3(env.caller, { method: 'GET', bucket: p.bucket, key: p.key, headers: base ? { 'if-match': base } : {} }, { maxBytes: env.maxTextBytes, stamp: 'none' });
         let original: Buffer | undefined = got.body;
+        let contentType = got.headers['content-type'];
         if (got.failure) {
           // The door stops reading past the limit; the GET's Content-Length still says the file's size.
           if (got.failure.code === 'EntityTooLarge') return tooLarge(showPath(p), Number(got.headers['content-length']), env.maxTextBytes);
@@ -103,6 +104,8 @@ export const register: RegisterTool = (server, shared) => {
           const kept = await env.door.retained(env.caller, p.bucket, p.key, unquote(base));
           if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base);
           original = kept;
+          // The merge lands on the current version: it keeps that version's Content-Type, as an edit of it would.
+          contentType = (await env.door.s3(env.caller, { method: 'HEAD', bucket: p.bucket, key: p.key })).headers['content-type'];
         }
         base ??= got.headers.etag!;
         const before = original!.toString('utf8');
@@ -111,7 +114,7 @@ export const register: RegisterTool = (server, shared) => {
         if (dryRun) return ok([diff, `[dry run: nothing written; the file is version ${base}]`], { path: showPath(p), diff, etag: base, written: false });
         const body = Buffer.from(after, 'utf8');
         if (body.length > env.maxTextBytes) return tooLarge('the edited file', body.length, env.maxTextBytes);
-        const headers: Record<string, string> = { 'if-match': base, 'content-type': (!got.failure && got.headers['content-type']) || 'text/plain; charset=utf-8' };
+        const headers: Record<string, string> = { 'if-match': base, 'content-type': contentType || 'text/plain; charset=utf-8' };
         if (merge) headers['x-casket-merge'] = 'text';
         const put = await env.door.s3(env.caller, { method: 'PUT', bucket: p.bucket, key: p.key, headers, body });
         if (put.failure) return refused(env, 'edit_file', p, put.failure, base);
