@@ -7,20 +7,30 @@
  * tool does.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpClient, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
+import { describe, expect, it } from 'vitest';
+import { httpClient, mintToken, startMcpCasket } from '../helpers/mcp.js';
 
-let casket: McpCasket;
-let client: Client;
-
-beforeAll(async () => {
-  casket = await startMcpCasket({ agents: ['ann'] });
-  client = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
-});
-afterAll(async () => {
-  await client?.close();
-  await casket?.stop();
-});
+/**
+ * A casket and client of the test's own. casket builds a tool server at the
+ * first request that finds none idle (src/mcp/http.ts pools them), and
+ * registers every tool's title, description, schemas and annotations then:
+ * within the test that reads them, not in a beforeAll, which is where a
+ * mutation run (stryker.rooms.config.mjs, with ignoreStatic and per-test
+ * coverage) looks for the tests to run against a mutant of that code.
+ */
+async function connected(read: (client: Client) => Promise<void>): Promise<void> {
+  const casket = await startMcpCasket({ agents: ['ann'] });
+  try {
+    const client = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
+    try {
+      await read(client);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await casket.stop();
+  }
+}
 
 const READS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const WRITES = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
@@ -51,13 +61,13 @@ const EXPECTED: Record<string, typeof READS> = {
 };
 
 describe('what a client is told at connect', () => {
-  it('every tool\'s annotations say what it does', async () => {
+  it('every tool\'s annotations say what it does', () => connected(async (client) => {
     const { tools } = await client.listTools();
     const listed = Object.fromEntries(tools.map((t) => [t.name, t.annotations && { readOnlyHint: t.annotations.readOnlyHint, destructiveHint: t.annotations.destructiveHint, idempotentHint: t.annotations.idempotentHint, openWorldHint: t.annotations.openWorldHint }]));
     expect(listed).toEqual(EXPECTED);
-  });
+  }));
 
-  it('every tool but read_media_file declares an outputSchema with the "changed since you read" reminder', async () => {
+  it('every tool but read_media_file declares an outputSchema with the "changed since you read" reminder', () => connected(async (client) => {
     const { tools } = await client.listTools();
     for (const t of tools) {
       if (t.name === 'read_media_file') {
@@ -67,9 +77,9 @@ describe('what a client is told at connect', () => {
       }
       expect(t.outputSchema?.properties, t.name).toHaveProperty('changed_since_read');
     }
-  });
+  }));
 
-  it('every tool has a title and a description, and says what each argument and answer field is, in words', async () => {
+  it('every tool has a title and a description, and says what each argument and answer field is, in words', () => connected(async (client) => {
     const { tools } = await client.listTools();
     const unsaid: string[] = [];
     for (const t of tools) {
@@ -86,9 +96,9 @@ describe('what a client is told at connect', () => {
     expect(unsaid).toEqual([]);
     // Each compare-and-swap writer tells the model to hand back the etag it read.
     for (const name of ['write_file', 'write_files', 'edit_file', 'move_file', 'delete_file']) expect(tools.find((t) => t.name === name)?.description, name).toContain('expected_etag');
-  });
+  }));
 
-  it('the instructions say how etags, partial reads, refusals and reminders work', () => {
+  it('the instructions say how etags, partial reads, refusals and reminders work', () => connected(async (client) => {
     const said = client.getInstructions() ?? '';
     expect(said).toMatch(/every read answers the file's etag/i);
     expect(said).toContain('expected_etag');
@@ -100,5 +110,5 @@ describe('what a client is told at connect', () => {
     // A few lines a model follows, not a manual.
     expect(said.split('\n').length).toBeLessThanOrEqual(8);
     expect(said.length).toBeLessThan(1200);
-  });
+  }));
 });

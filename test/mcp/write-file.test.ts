@@ -57,8 +57,19 @@ describe('write_file', () => {
     const over = await call(ada, 'write_file', { path, content: 'b'.repeat(MAX + 1), expected_etag: data(atLimit).etag });
     expect(over.isError).toBe(true);
     expect(data(over)).toMatchObject({ error: 'too-large', bytes: MAX + 1, max_bytes: MAX, written: false });
-    expect(missing(over, [`${MAX + 1} bytes`, `the ${MAX} bytes these tools handle`, 'Nothing was written'])).toEqual([]);
+    expect(missing(over, [`content is ${MAX + 1} bytes, more than the ${MAX} bytes these tools handle`, 'Nothing was written'])).toEqual([]);
     expect(await stored('limit.txt')).toBe('a'.repeat(MAX));
+  });
+
+  it('a stale expected_etag is refused with the version it named, the current one, and the write_file call to make after reading it', async () => {
+    const path = `${bucket}/stale.txt`;
+    const v1 = String(data(await call(ada, 'write_file', { path, content: 'v1\n', create_only: true })).etag);
+    const v2 = String(data(await call(ada, 'write_file', { path, content: 'v2\n', expected_etag: v1 })).etag);
+    const stale = await call(ada, 'write_file', { path, content: 'v3\n', expected_etag: v1 });
+    expect(stale.isError).toBe(true);
+    expect(data(stale)).toMatchObject({ error: 'precondition-failed', your_version: v1, current_etag: v2, written: false });
+    expect(missing(stale, [`changed since version ${v1}, the one you named`, `then write_file again with "expected_etag": "${v2.replace(/"/g, '\\"')}"`, '-v1\n+v2'])).toEqual([]);
+    expect(await stored('stale.txt')).toBe('v2\n');
   });
 
   it('expected_etag and create_only together: refused as an invalid argument, and the file stays as it was', async () => {
