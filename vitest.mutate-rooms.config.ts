@@ -71,17 +71,22 @@ const TESTS: Record<string, string[]> = {
   // The rest of test/mcp drives a spawned casket through the SDK's clients
   // and `casket mcp`; the score is a lower bound.
   mcp: [
+    'test/mcp/annotations.test.ts',
+    'test/mcp/apply-patch.test.ts',
     'test/mcp/answer-json.test.ts',
     'test/mcp/batch.test.ts',
     'test/mcp/caller-isolation.test.ts',
+    'test/mcp/changed-since-read.test.ts',
     'test/mcp/direct-calls.test.ts',
     'test/mcp/door.test.ts',
     'test/mcp/door-changesets.test.ts',
     'test/mcp/door-staging.test.ts',
     'test/mcp/door-writers.test.ts',
+    'test/mcp/edit-file.test.ts',
     'test/mcp/endpoint.test.ts',
     'test/mcp/every-request-answered.test.ts',
     'test/mcp/http-tools.test.ts',
+    'test/mcp/model-view.test.ts',
     'test/mcp/more-tools.test.ts',
     'test/mcp/paths.test.ts',
     'test/mcp/read-windows.test.ts',
@@ -91,7 +96,10 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/text.test.ts',
     'test/mcp/token.test.ts',
     'test/mcp/token-check.test.ts',
+    'test/mcp/tool-etags.test.ts',
     'test/mcp/write-conditions.test.ts',
+    'test/mcp/write-file.test.ts',
+    'test/mcp/write-files.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';

@@ -42,6 +42,7 @@ export const INSTRUCTIONS = [
 
 /** `calls`, when given, keeps the tools for answering a tools/call directly (tool-calls.ts, over HTTP). */
 export function toolServer(shared: SharedEnv, calls?: ToolCalls): McpServer {
+  // Stryker disable next-line ObjectLiteral: the SDK's McpServer declares the tools capability itself when the first tool is registered (registerTool), so an empty capabilities answers initialize the same
   const server = new McpServer(SERVER_INFO, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   calls?.capture(server);
   // Every tool's answer carries the "changed since you read" reminders due (reminders.ts).

@@ -7,21 +7,30 @@
  * tool does.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
-import { httpClient, mintToken } from '../helpers/mcp.js';
+import { describe, expect, it } from 'vitest';
+import { httpClient, mintToken, startMcpCasket } from '../helpers/mcp.js';
 
-let casket: RunningCasket;
-let client: Client;
-
-beforeAll(async () => {
-  casket = await startCasket({ agents: ['ann'] });
-  client = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
-});
-afterAll(async () => {
-  await client?.close();
-  await casket?.stop();
-});
+/**
+ * A casket and client of the test's own. casket builds a tool server at the
+ * first request that finds none idle (src/mcp/http.ts pools them), and
+ * registers every tool's title, description, schemas and annotations then:
+ * within the test that reads them, not in a beforeAll, which is where a
+ * mutation run (stryker.rooms.config.mjs, with ignoreStatic and per-test
+ * coverage) looks for the tests to run against a mutant of that code.
+ */
+async function connected(read: (client: Client) => Promise<void>): Promise<void> {
+  const casket = await startMcpCasket({ agents: ['ann'] });
+  try {
+    const client = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
+    try {
+      await read(client);
+    } finally {
+      await client.close();
+    }
+  } finally {
+    await casket.stop();
+  }
+}
 
 const READS = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: false };
 const WRITES = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: false };
@@ -52,26 +61,14 @@ const EXPECTED: Record<string, typeof READS> = {
 };
 
 describe('what a client is told at connect', () => {
-  it('every tool\'s annotations say what it does', async () => {
-    const { tools } = await client.listTools();
-    const listed = Object.fromEntries(tools.map((t) => [t.name, t.annotations && { readOnlyHint: t.annotations.readOnlyHint, destructiveHint: t.annotations.destructiveHint, idempotentHint: t.annotations.idempotentHint, openWorldHint: t.annotations.openWorldHint }]));
-    expect(listed).toEqual(EXPECTED);
-  });
-
-  it('every tool but read_media_file declares an outputSchema with the "changed since you read" reminder', async () => {
-    const { tools } = await client.listTools();
-    for (const t of tools) {
-      if (t.name === 'read_media_file') {
-        // Its answer is the image; structuredContent would replace it in Claude Code, Codex, opencode.
-        expect(t.outputSchema, t.name).toBeUndefined();
-        continue;
-      }
-      expect(t.outputSchema?.properties, t.name).toHaveProperty('changed_since_read');
-    }
-  });
-
-  it('the instructions say how etags, partial reads, refusals and reminders work', () => {
+  // The first test to send a request loads src/mcp/tools.ts and the tools' modules (http.ts
+  // imports them at the first request), so only it covers their constants — the server's name,
+  // the instructions, each tool's outputSchema — in a mutation run's per-test coverage: what
+  // they say is checked here.
+  it('the server names itself, the instructions say how etags, partial reads, refusals and reminders work, and each answer\'s fields are declared and described in words', () => connected(async (client) => {
+    expect(client.getServerVersion()).toMatchObject({ name: 'casket' });
     const said = client.getInstructions() ?? '';
+    expect(said).toMatch(/^Files live in casket buckets: a path is bucket\/key\.\n/);
     expect(said).toMatch(/every read answers the file's etag/i);
     expect(said).toContain('expected_etag');
     expect(said).toContain('create_only: true');
@@ -82,5 +79,42 @@ describe('what a client is told at connect', () => {
     // A few lines a model follows, not a manual.
     expect(said.split('\n').length).toBeLessThanOrEqual(8);
     expect(said.length).toBeLessThan(1200);
-  });
+    const { tools } = await client.listTools();
+    const unsaid: string[] = [];
+    for (const t of tools) {
+      if (t.name === 'read_media_file') {
+        // Its answer is the image; structuredContent would replace it in Claude Code, Codex, opencode.
+        expect(t.outputSchema, t.name).toBeUndefined();
+        continue;
+      }
+      expect(t.outputSchema?.properties, t.name).toHaveProperty('changed_since_read');
+      // An answer field may go without a description (bytes, written), but none has an empty one.
+      for (const [name, prop] of Object.entries(t.outputSchema?.properties ?? {})) {
+        const described = (prop as { description?: string }).description;
+        if (described !== undefined && !/\w{3}/.test(described)) unsaid.push(`${t.name}: answer field ${name}`);
+      }
+    }
+    expect(unsaid).toEqual([]);
+    expect(Object.keys(tools.find((t) => t.name === 'write_file')?.outputSchema?.properties ?? {})).toEqual(expect.arrayContaining(['path', 'etag', 'bytes', 'written']));
+  }));
+
+  it('every tool\'s annotations say what it does', () => connected(async (client) => {
+    const { tools } = await client.listTools();
+    const listed = Object.fromEntries(tools.map((t) => [t.name, t.annotations && { readOnlyHint: t.annotations.readOnlyHint, destructiveHint: t.annotations.destructiveHint, idempotentHint: t.annotations.idempotentHint, openWorldHint: t.annotations.openWorldHint }]));
+    expect(listed).toEqual(EXPECTED);
+  }));
+
+  it('every tool has a title and a description, and says what each argument is, in words', () => connected(async (client) => {
+    const { tools } = await client.listTools();
+    const unsaid: string[] = [];
+    for (const t of tools) {
+      if (!/\w{3}/.test(t.title ?? '')) unsaid.push(`${t.name}: title`);
+      if ((t.description?.length ?? 0) < 80) unsaid.push(`${t.name}: description`);
+      // Every argument is described: the model has nothing else to go by.
+      for (const [name, prop] of Object.entries(t.inputSchema.properties ?? {})) if (!/\w{3}/.test((prop as { description?: string }).description ?? '')) unsaid.push(`${t.name}: argument ${name}`);
+    }
+    expect(unsaid).toEqual([]);
+    // Each compare-and-swap writer tells the model to hand back the etag it read.
+    for (const name of ['write_file', 'write_files', 'edit_file', 'move_file', 'delete_file']) expect(tools.find((t) => t.name === name)?.description, name).toContain('expected_etag');
+  }));
 });

@@ -10,7 +10,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCasket, type Cred, type RunningCasket } from '../helpers/casket.js';
 import { bytes, sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken, text, type ToolResult } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket, type ToolResult } from '../helpers/mcp.js';
 import { hasRedis, startRedis, type RunningRedis } from '../helpers/redis.js';
 import { need } from '../helpers/tools.js';
 import { startUpstream, upstreamKindFromEnv, type Upstream } from '../helpers/upstream.js';
@@ -30,12 +30,12 @@ interface Reminder {
 const reminders = (r: ToolResult) => (data(r).changed_since_read ?? []) as Reminder[];
 
 describe('changed since you read, over MCP', () => {
-  let casket: RunningCasket;
+  let casket: McpCasket;
   let a: Client;
   let b: Client;
 
   beforeAll(async () => {
-    casket = await startCasket({ agents: ['ann', 'ben'] });
+    casket = await startMcpCasket({ agents: ['ann', 'ben'] });
     await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
     a = await httpClient(casket, mintToken(casket.agents.ann!, { agent: 'ann' }), 'ann');
     b = await httpClient(casket, mintToken(casket.agents.ben!, { agent: 'ben' }), 'ben');
@@ -138,7 +138,7 @@ describe.runIf(haveRedis)('changed since you read, two caskets on one Redis', ()
 });
 
 describe('changed since you read, over S3: x-casket-changed-since-read', () => {
-  let casket: RunningCasket;
+  let casket: McpCasket;
   const HEADER = 'x-casket-changed-since-read';
 
   /** An S3 client of `agent` that asks for the header (or not) and keeps the last answer's value. */
@@ -158,7 +158,7 @@ describe('changed since you read, over S3: x-casket-changed-since-read', () => {
   }
 
   beforeAll(async () => {
-    casket = await startCasket({ agents: ['ann', 'ben'] });
+    casket = await startMcpCasket({ agents: ['ann', 'ben'] });
     await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
   });
   afterAll(async () => {

@@ -11,18 +11,17 @@
 import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCasket, type RunningCasket } from '../helpers/casket.js';
 import { sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken, text, type ToolResult } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket, type ToolResult } from '../helpers/mcp.js';
 import { missing, type Need } from '../helpers/model-view.js';
 
-let casket: RunningCasket;
+let casket: McpCasket;
 let alice: Client;
 let bob: Client;
 const bucket = 'views';
 
 beforeAll(async () => {
-  casket = await startCasket({ agents: ['alice', 'bob'] });
+  casket = await startMcpCasket({ agents: ['alice', 'bob'] });
   await sdk(casket.url, casket.admin).send(new CreateBucketCommand({ Bucket: bucket }));
   alice = await httpClient(casket, mintToken(casket.agents.alice!), 'alice');
   bob = await httpClient(casket, mintToken(casket.agents.bob!), 'bob');

@@ -9,7 +9,8 @@ import { CreateBucketCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
+import { missing } from '../helpers/model-view.js';
 
 let casket: McpCasket;
 let alice: Client;
@@ -72,5 +73,21 @@ describe('read_text_file windows', () => {
     await call(alice, 'read_text_file', { path: `${bucket}/seen-in-part.txt` });
     const written = await call(alice, 'write_file', { path: `${bucket}/seen-in-part.txt`, content: 'new\n', expected_etag: data(part).etag as string });
     expect(written.isError).toBeFalsy();
+  });
+
+  it('only a partial read tells the model to read the whole file before writing it; a full one says it was full', async () => {
+    const whole = await call(alice, 'read_text_file', { path });
+    expect(text(whole)).toContain(`[${path}: etag ${String(data(whole).etag)}, all 5 lines, a full read]`);
+    expect(data(whole).next).toBeUndefined();
+    expect(missing(whole, ['before writing'])).toHaveLength(2);
+    const part = await call(alice, 'read_text_file', { path, tail: 2 });
+    expect(data(part).next).toBe(`read_text_file {"path": "${path}"} (no head, tail, offset or limit) before writing this file`);
+  });
+
+  it('head with tail is refused as an invalid argument, saying to give one', async () => {
+    const r = await call(alice, 'read_text_file', { path, head: 1, tail: 1 });
+    expect(r.isError).toBe(true);
+    expect(data(r).error).toBe('invalid-argument');
+    expect(missing(r, ['Give head or tail, not both.'])).toEqual([]);
   });
 });

@@ -75,7 +75,7 @@ export const register: RegisterTool = (server, shared) => {
         'Replace exact text in a file in casket, applied by casket to the version you read and committed only if the file is still that version. path is bucket/key. Each oldText must occur exactly once (include surrounding lines to make it unique). Pass expected_etag (the etag read_text_file answered); without it, your last full read of the file is used. Answers a git-style diff and the new etag. dryRun: true shows the diff without writing. merge: true merges your edit into a newer version when the two change different lines. A refusal says what changed and what to call next; nothing is written.',
       inputSchema: {
         path: z.string().describe('bucket/key or s3://bucket/key'),
-        edits: z.array(z.object({ oldText: z.string().describe('text to find, exactly once'), newText: z.string().describe('text to put in its place') })).min(1),
+        edits: z.array(z.object({ oldText: z.string().describe('text to find, exactly once'), newText: z.string().describe('text to put in its place') })).min(1).describe('the replacements, in order: each applies to the text the ones before it made'),
         expected_etag: z.string().optional().describe('the etag of the version you read'),
         dryRun: z.boolean().optional().describe('show the diff, write nothing'),
         merge: z.boolean().optional().describe('merge into a newer version when the changes do not overlap'),
@@ -93,8 +93,10 @@ export const register: RegisterTool = (server, shared) => {
         }
         const got = await env.door.s3(env.caller, { method: 'GET', bucket: p.bucket, key: p.key, headers: base ? { 'if-match': base } : {} }, { maxBytes: env.maxTextBytes, stamp: 'none' });
         let original: Buffer | undefined = got.body;
+        let contentType = got.headers['content-type'];
         if (got.failure) {
-          if (got.failure.code === 'EntityTooLarge') return tooLarge(showPath(p), Number.NaN, env.maxTextBytes);
+          // The door stops reading past the limit; the GET's Content-Length still says the file's size.
+          if (got.failure.code === 'EntityTooLarge') return tooLarge(showPath(p), Number(got.headers['content-length']), env.maxTextBytes);
           if (got.failure.code !== 'PreconditionFailed' || base === undefined) return refused(env, 'edit_file', p, got.failure, base);
           // The named version is no longer current. A merge can still start
           // from it when casket kept it (docs/design.md §6); a refusal says whether
@@ -102,6 +104,8 @@ export const register: RegisterTool = (server, shared) => {
           const kept = await env.door.retained(env.caller, p.bucket, p.key, unquote(base));
           if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base);
           original = kept;
+          // The merge lands on the current version: it keeps that version's Content-Type, as an edit of it would.
+          contentType = (await env.door.s3(env.caller, { method: 'HEAD', bucket: p.bucket, key: p.key })).headers['content-type'];
         }
         base ??= got.headers.etag!;
         const before = original!.toString('utf8');
@@ -110,7 +114,7 @@ export const register: RegisterTool = (server, shared) => {
         if (dryRun) return ok([diff, `[dry run: nothing written; the file is version ${base}]`], { path: showPath(p), diff, etag: base, written: false });
         const body = Buffer.from(after, 'utf8');
         if (body.length > env.maxTextBytes) return tooLarge('the edited file', body.length, env.maxTextBytes);
-        const headers: Record<string, string> = { 'if-match': base, 'content-type': (!got.failure && got.headers['content-type']) || 'text/plain; charset=utf-8' };
+        const headers: Record<string, string> = { 'if-match': base, 'content-type': contentType || 'text/plain; charset=utf-8' };
         if (merge) headers['x-casket-merge'] = 'text';
         const put = await env.door.s3(env.caller, { method: 'PUT', bucket: p.bucket, key: p.key, headers, body });
         if (put.failure) return refused(env, 'edit_file', p, put.failure, base);

@@ -1,0 +1,107 @@
+/**
+ * apply_patch on the patches models and tools write (docs/design.md §8,
+ * issue 39): git's headers with timestamps after a tab and bare paths both
+ * name the file; a person's patch, with no read stamp to stand on, applies to
+ * the current version; the answer names each file landed, a deleted one as
+ * deleted; a patch the model got wrong — a rename, no hunks, a file named
+ * twice, hunks that do not parse — is refused before anything is written; a
+ * file that does not exist is refused as it is, with the call that creates it.
+ * The model's views are the clients' (test/helpers/model-view.ts).
+ */
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytes, sdk } from '../helpers/clients.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
+import { missing } from '../helpers/model-view.js';
+
+const bucket = 'patches';
+let casket: McpCasket;
+let admin: S3Client;
+let eve: Client;
+let person: Client;
+
+beforeAll(async () => {
+  casket = await startMcpCasket({ agents: ['eve'], keys: { person: {} } });
+  admin = sdk(casket.url, casket.admin);
+  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  eve = await httpClient(casket, mintToken(casket.agents.eve!), 'eve');
+  person = await httpClient(casket, mintToken(casket.keys.person!), 'person');
+});
+afterAll(async () => {
+  await eve?.close();
+  await person?.close();
+  admin?.destroy();
+  await casket?.stop();
+});
+
+const put = (key: string, body: string) => admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+const stored = async (key: string) => {
+  try {
+    return (await bytes((await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body)).toString();
+  } catch (e) {
+    if ((e as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw e;
+  }
+};
+const readWhole = (client: Client, key: string) => call(client, 'read_text_file', { path: `${bucket}/${key}` });
+
+describe('apply_patch', () => {
+  it("git's headers with timestamps after a tab, and bare paths, both name the file", async () => {
+    await put('hdr.txt', 'a\nb\n');
+    await readWhole(eve, 'hdr.txt');
+    const stamped = await call(eve, 'apply_patch', { patch: `--- a/${bucket}/hdr.txt\t2026-01-01 00:00:00.000000000 +0000\n+++ b/${bucket}/hdr.txt\t2026-01-01 00:00:01.000000000 +0000\n@@ -1,2 +1,2 @@\n-a\n+A\n b\n` });
+    expect(stamped.isError, text(stamped)).toBeFalsy();
+    await readWhole(eve, 'hdr.txt');
+    const bare = await call(eve, 'apply_patch', { patch: `--- ${bucket}/hdr.txt\n+++ ${bucket}/hdr.txt\n@@ -1,2 +1,2 @@\n A\n-b\n+B\n` });
+    expect(bare.isError, text(bare)).toBeFalsy();
+    expect(await stored('hdr.txt')).toBe('A\nB\n');
+  });
+
+  it('a person, with no read stamp, patches the current version; the answer names each file landed, a deleted one as deleted', async () => {
+    await put('p/keep.txt', 'one\ntwo\n');
+    await put('p/drop.txt', 'bye\n');
+    const patch = [`--- a/${bucket}/p/keep.txt`, `+++ b/${bucket}/p/keep.txt`, '@@ -1,2 +1,2 @@', ' one', '-two', '+TWO', `--- a/${bucket}/p/drop.txt`, '+++ /dev/null', '@@ -1 +0,0 @@', '-bye', ''].join('\n');
+    const r = await call(person, 'apply_patch', { patch });
+    expect(r.isError, text(r)).toBeFalsy();
+    const etag = String((data(r).landed as Array<{ path: string; etag: string | null }>).find((l) => l.path === `${bucket}/p/keep.txt`)!.etag);
+    expect(data(r).landed).toEqual(expect.arrayContaining([{ path: `${bucket}/p/drop.txt`, etag: null }]));
+    expect(text(r)).toContain(`Landed: ${bucket}/p/keep.txt (new etag ${etag})`);
+    expect(text(r)).toContain(`Landed: ${bucket}/p/drop.txt (deleted)`);
+    expect(missing(r, [`${bucket}/p/keep.txt`, etag, `${bucket}/p/drop.txt`])).toEqual([]);
+    expect(await stored('p/keep.txt')).toBe('one\nTWO\n');
+    expect(await stored('p/drop.txt')).toBeUndefined();
+  });
+
+  it('refuses a patch it cannot carry out before writing any of it: a rename, no hunks, a file named twice, hunks that do not parse', async () => {
+    await put('bad/t.txt', 'x\ny\n');
+    await readWhole(eve, 'bad/t.txt');
+    const first = `--- a/${bucket}/bad/t.txt\n+++ b/${bucket}/bad/t.txt\n@@ -1,2 +1,2 @@\n-x\n+X\n y\n`;
+    const cases: Array<[string, string]> = [
+      [`--- a/${bucket}/bad/t.txt\n+++ b/${bucket}/bad/u.txt\n@@ -1,2 +1,2 @@\n-x\n+X\n y\n`, `The patch renames ${bucket}/bad/t.txt to ${bucket}/bad/u.txt: use move_file for that, then patch.`],
+      ['just a sentence, no diff\n', 'The patch has no hunks: give --- / +++ headers and @@ hunks.'],
+      [`${first}--- a/${bucket}/bad/t.txt\n+++ b/${bucket}/bad/t.txt\n@@ -2,1 +2,1 @@\n-y\n+Y\n`, `The patch names ${bucket}/bad/t.txt twice: merge its hunks into one file section.`],
+      [`${first}@@ not a hunk header\n`, 'The patch does not parse as a unified diff:'],
+    ];
+    for (const [patch, said] of cases) {
+      const r = await call(eve, 'apply_patch', { patch });
+      expect(r.isError, said).toBe(true);
+      expect(data(r).error, said).toBe('invalid-argument');
+      expect(missing(r, [said, 'Nothing was written'])).toEqual([]);
+    }
+    expect(await stored('bad/t.txt')).toBe('x\ny\n');
+    expect(await stored('bad/u.txt')).toBeUndefined();
+  });
+
+  it('a file that does not exist is refused as it is, with the call that creates it; the rest of the patch is not written', async () => {
+    await put('miss/real.txt', 'r\n');
+    await readWhole(eve, 'miss/real.txt');
+    const patch = `--- a/${bucket}/miss/real.txt\n+++ b/${bucket}/miss/real.txt\n@@ -1 +1 @@\n-r\n+R\n--- a/${bucket}/miss/none.txt\n+++ b/${bucket}/miss/none.txt\n@@ -1 +1 @@\n-x\n+y\n`;
+    const r = await call(eve, 'apply_patch', { patch });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'some-files-refused', landed: [], written: false });
+    expect(data(r).refused).toEqual([expect.objectContaining({ path: `${bucket}/miss/none.txt`, written: false })]);
+    expect(missing(r, ['1 of its 2 file(s) was refused', `${bucket}/miss/none.txt does not exist`, `write_file {"path": "${bucket}/miss/none.txt", "content": …, "create_only": true}`])).toEqual([]);
+    expect(await stored('miss/real.txt')).toBe('r\n');
+  });
+});

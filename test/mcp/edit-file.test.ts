@@ -1,0 +1,130 @@
+/**
+ * edit_file beyond the plain edit (docs/design.md §3, §6, §8), as the model
+ * and the people after it see it: an edit keeps the file's Content-Type; a
+ * named version that is no longer current is refused as changed — even when
+ * the text to replace is gone from the current one — and, when the current
+ * content is what the edit would have made, says so (an earlier call of its
+ * own may have landed); the size limit (--mcp-max-file-bytes) holds for the
+ * file read and the file the edits make; a merge's answer names the version
+ * it merged into; a dry run never merges. The model's views are the clients'
+ * (test/helpers/model-view.ts).
+ */
+import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytes, sdk } from '../helpers/clients.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
+import { missing } from '../helpers/model-view.js';
+
+const bucket = 'edits';
+const MAX = 64;
+let casket: McpCasket;
+let admin: S3Client;
+let ann: Client;
+let bob: Client;
+
+beforeAll(async () => {
+  casket = await startMcpCasket({ agents: ['ann', 'bob'], flags: { mcpMaxFileBytes: String(MAX) } });
+  admin = sdk(casket.url, casket.admin);
+  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  ann = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
+  bob = await httpClient(casket, mintToken(casket.agents.bob!), 'bob');
+});
+afterAll(async () => {
+  await ann?.close();
+  await bob?.close();
+  admin?.destroy();
+  await casket?.stop();
+});
+
+const stored = async (key: string) => (await bytes((await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body)).toString();
+const etagOf = async (client: Client, key: string) => String(data(await call(client, 'read_text_file', { path: `${bucket}/${key}` })).etag);
+const edit = (key: string, oldText: string, newText: string, more: Record<string, unknown> = {}) => ({ path: `${bucket}/${key}`, edits: [{ oldText, newText }], ...more });
+
+describe('edit_file', () => {
+  it('keeps the Content-Type the file had', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'readme.md', Body: '# title\nbody\n', ContentType: 'text/markdown' }));
+    const read = await etagOf(ann, 'readme.md');
+    const r = await call(ann, 'edit_file', edit('readme.md', 'body', 'more body', { expected_etag: read }));
+    expect(r.isError, text(r)).toBeFalsy();
+    expect(data(r)).toMatchObject({ previous_etag: read, written: true });
+    expect((await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: 'readme.md' }))).ContentType).toBe('text/markdown');
+  });
+
+  it('a named version no longer current is refused as changed, with the diff, even when the text to replace is gone from the current one', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'gone.txt', Body: 'keep\nold line\n' }));
+    const read = await etagOf(bob, 'gone.txt');
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'gone.txt', Body: 'keep\nnew line\n' }));
+    const r = await call(bob, 'edit_file', edit('gone.txt', 'old line', 'my line', { expected_etag: read }));
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', your_version: read, identical: false, written: false });
+    expect(missing(r, [`changed since version ${read}`, '-old line\n+new line', 'Nothing was written'])).toEqual([]);
+    expect(text(r)).not.toContain('was not found');
+    expect(await stored('gone.txt')).toBe('keep\nnew line\n');
+  });
+
+  it('when the current content is what the edit would have made, the refusal says so, with who made it and when', async () => {
+    await call(ann, 'write_file', { path: `${bucket}/same.txt`, content: 'count: 1\n', create_only: true });
+    const read = await etagOf(bob, 'same.txt');
+    await call(ann, 'edit_file', edit('same.txt', 'count: 1', 'count: 2'));
+    const r = await call(bob, 'edit_file', edit('same.txt', 'count: 1', 'count: 2', { expected_etag: read }));
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', identical: true, last_writer: 'ann', written: false });
+    expect(String(data(r).last_modified)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(missing(r, ['byte-for-byte what you sent', 'agent "ann" made the same change', `at ${String(data(r).last_modified)}`])).toEqual([]);
+    // The same call against content its edit does not make: not identical.
+    const other = await call(bob, 'edit_file', edit('same.txt', 'count: 1', 'count: 3', { expected_etag: read }));
+    expect(data(other)).toMatchObject({ error: 'precondition-failed', identical: false });
+    expect(text(other)).not.toContain('byte-for-byte');
+  });
+
+  it(`refuses a file larger than the limit (${MAX} bytes) by its size, and an edit that would grow it past the limit; one that makes exactly the limit is written`, async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'big.txt', Body: 'y'.repeat(MAX + 36) }));
+    const big = await call(ann, 'edit_file', edit('big.txt', 'y', 'z'));
+    expect(big.isError).toBe(true);
+    expect(data(big)).toMatchObject({ error: 'too-large', bytes: MAX + 36, max_bytes: MAX, written: false });
+    expect(missing(big, [`${bucket}/big.txt is ${MAX + 36} bytes, more than the ${MAX} bytes these tools handle`, 'Nothing was written'])).toEqual([]);
+
+    const start = 'x'.repeat(MAX - 4) + '\n';
+    await call(ann, 'write_file', { path: `${bucket}/grow.txt`, content: start, create_only: true });
+    const grown = await call(ann, 'edit_file', edit('grow.txt', '\n', 'abcde\n'));
+    expect(grown.isError).toBe(true);
+    expect(data(grown)).toMatchObject({ error: 'too-large', bytes: MAX + 2, max_bytes: MAX, written: false });
+    expect(missing(grown, [`the edited file is ${MAX + 2} bytes`, 'Nothing was written'])).toEqual([]);
+    expect(await stored('grow.txt')).toBe(start);
+    const exact = await call(ann, 'edit_file', edit('grow.txt', '\n', 'abc\n'));
+    expect(exact.isError, text(exact)).toBeFalsy();
+    expect(Buffer.byteLength(await stored('grow.txt'))).toBe(MAX);
+  });
+
+  it('a merge answers the version it merged into, as previous_etag and in words, and keeps the Content-Type', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'merge.txt', Body: 'top\nmiddle\nbottom\n', ContentType: 'text/markdown' }));
+    const read = await etagOf(bob, 'merge.txt');
+    const theirs = await call(ann, 'edit_file', edit('merge.txt', 'top', 'TOP', { expected_etag: await etagOf(ann, 'merge.txt') }));
+    const theirEtag = String(data(theirs).etag);
+    const r = await call(bob, 'edit_file', edit('merge.txt', 'bottom', 'BOTTOM', { expected_etag: read, merge: true }));
+    expect(r.isError, text(r)).toBeFalsy();
+    expect(data(r)).toMatchObject({ merged: true, previous_etag: theirEtag, written: true });
+    expect(text(r)).toContain(`[merged into version ${theirEtag}, which someone else wrote since ${read}; new etag ${String(data(r).etag)}]`);
+    expect(await stored('merge.txt')).toBe('TOP\nmiddle\nBOTTOM\n');
+    expect((await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: 'merge.txt' }))).ContentType).toBe('text/markdown');
+  });
+
+  it('a dry run of a merge onto a version no longer current is refused: it shows no diff of a version that is gone, and writes nothing', async () => {
+    await call(ann, 'write_file', { path: `${bucket}/dry.txt`, content: 'one\ntwo\nthree\n', create_only: true });
+    const read = await etagOf(bob, 'dry.txt');
+    await call(ann, 'edit_file', edit('dry.txt', 'one', 'ONE'));
+    const r = await call(bob, 'edit_file', edit('dry.txt', 'three', 'THREE', { expected_etag: read, merge: true, dryRun: true }));
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', last_writer: 'ann', written: false });
+    expect(await stored('dry.txt')).toBe('ONE\ntwo\nthree\n');
+  });
+
+  it('a file deleted since the version named: it does not exist, and the next call creates it', async () => {
+    const made = await call(ann, 'write_file', { path: `${bucket}/deleted.txt`, content: 'q\n', create_only: true });
+    await admin.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'deleted.txt' }));
+    const r = await call(ann, 'edit_file', edit('deleted.txt', 'q', 'Q', { expected_etag: data(made).etag }));
+    expect(r.isError).toBe(true);
+    expect(missing(r, [`${bucket}/deleted.txt does not exist`, `write_file {"path": "${bucket}/deleted.txt", "content": …, "create_only": true}`])).toEqual([]);
+  });
+});
