@@ -27,7 +27,7 @@ import { accessFor } from './s3/access.js';
 import { objectResource } from './s3/actions.js';
 import { refusalError } from './s3/refusal-error.js';
 import { writeConditionsFrom } from './s3/write.js';
-import { ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from './changesets/commit.js';
+import { ChangesetLanding, ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from './changesets/commit.js';
 
 export type Recorder = (outcome: Outcome, started: bigint, complete: boolean, bytesOut: number, bytesIn: number) => void;
 
@@ -189,6 +189,7 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       } catch (e) {
         if (!handedOver) await changesets.dir.discard(id);
         if (e instanceof ChangesetRefused) return { refused: e.refusals.map((r) => ({ bucket: r.bucket, key: r.key, failure: failure(refusalError(r, false)) })) };
+        if (e instanceof ChangesetLanding) return { landing: failure(e) };
         if (isS3Error(e)) return { failure: failure(e) };
         throw e;
       }

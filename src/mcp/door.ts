@@ -103,7 +103,9 @@ export interface ChangesetFile {
 export type ChangesetAnswer =
   | { landed: Array<{ bucket: string; key: string; etag: string | null }> }
   | { refused: Array<{ bucket: string; key: string; failure: S3Failure }> }
-  | { failure: S3Failure };
+  | { failure: S3Failure }
+  /** Decided, its entries still being applied (changesets/commit.ts ChangesetLanding): it lands whole, nothing to send again. */
+  | { landing: S3Failure };
 
 /** Credentials were given and do not hold (a bad token or signature, a key bound to another agent). */
 export class NotAuthenticated extends Error {}

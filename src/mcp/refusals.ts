@@ -129,3 +129,15 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
     written: false,
   });
 }
+
+/**
+ * A changeset the door did not commit (`failure`: nothing was written), or
+ * one decided whose entries are still being applied (`landing`): every file
+ * of it lands, so the model is told not to send it again, and `written` is
+ * true — a model told "nothing was written" would write the files a second
+ * time.
+ */
+export function changesetUnfinished(answer: { failure: S3Failure } | { landing: S3Failure }): CallToolResult {
+  if ('landing' in answer) return toolError(`Not finished yet: ${answer.landing.message} Do not send it again: read the files to see them landed.`, { error: answer.landing.code, written: true });
+  return toolError(`Refused: ${answer.failure.message} Nothing was written.`, { error: answer.failure.code, written: false });
+}

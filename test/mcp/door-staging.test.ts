@@ -17,7 +17,7 @@ import { S3Error } from '../../src/vocabulary/errors.js';
 import { inProcessWithBucket } from '../helpers/in-process.js';
 import type { InProcessCasket } from '../helpers/in-process.js';
 import { call, data, httpClient, mintToken } from '../helpers/mcp.js';
-import { missing } from '../helpers/model-view.js';
+import { missing, viewsOf } from '../helpers/model-view.js';
 
 const bucket = 'landing';
 const stops: Array<() => Promise<void>> = [];
@@ -69,7 +69,10 @@ describe('write_files whose backend fails once it is decided', () => {
       backend.putObject = putObject;
     }
     expect(failed).toBe(1);
-    expect(missing(r, ['it lands whole'])).toEqual([]);
+    // Decided is written: a model told "nothing was written" would send the files again.
+    expect(missing(r, ['it lands whole', 'Do not send it again'])).toEqual([]);
+    expect(JSON.stringify(r)).not.toContain('Nothing was written');
+    expect(viewsOf(r!).structuredOnly!.text).toContain('"written":true');
     // Until it lands, casket holds the changeset's keys (a read through it waits): the backend is asked directly.
     let landed = false;
     for (let i = 0; i < 50 && !landed; i++) {

@@ -20,6 +20,7 @@ import { BadArgument, requireFile, showPath, type ObjectPath } from '../paths.js
 import { ok, toolError } from '../results.js';
 import { answerSchema, etagField, pathField } from '../output-schema.js';
 import { guarded, refused, type RegisterTool, type ToolEnv } from '../tool.js';
+import { changesetUnfinished } from '../refusals.js';
 import { changedSince } from './edit_file.js';
 
 const NULL = '/dev/null';
@@ -127,7 +128,7 @@ export const register: RegisterTool = (server, shared) => {
             ...(content && { content, contentType: 'text/plain; charset=utf-8' }),
           }));
           const answer = await env.door.commit(env.caller, files);
-          if ('failure' in answer) return toolError(`Refused: ${answer.failure.message} Nothing was written.`, { error: answer.failure.code, written: false });
+          if ('failure' in answer || 'landing' in answer) return changesetUnfinished(answer);
           if ('refused' in answer) {
             for (const r of answer.refused) {
               const path = planned.find((p) => p.path.bucket === r.bucket && p.path.key === r.key)!;

@@ -14,6 +14,7 @@ import { BadArgument, parseETagArgument, requireFile, showPath } from '../paths.
 import { ok, toolError } from '../results.js';
 import { answerSchema, pathField } from '../output-schema.js';
 import { guarded, refused, tooLarge, type RegisterTool } from '../tool.js';
+import { changesetUnfinished } from '../refusals.js';
 import { derivedCondition } from './write_file.js';
 
 /** As a changeset's HTTP endpoint (src/changesets/commit.ts MAX_ENTRIES); a tool call's files are text, each within maxTextBytes. */
@@ -68,7 +69,7 @@ export const register: RegisterTool = (server, shared) => {
           env.caller,
           planned.map(({ where: _, base: __, ...file }) => file),
         );
-        if ('failure' in answer) return toolError(`Refused: ${answer.failure.message} Nothing was written.`, { error: answer.failure.code, written: false });
+        if ('failure' in answer || 'landing' in answer) return changesetUnfinished(answer);
         if ('landed' in answer) {
           const written = answer.landed.map((l) => ({ path: showPath({ bucket: l.bucket, key: l.key }), etag: l.etag! }));
           const lines = written.map((w, i) => `${w.path}: ${planned[i]!.content!.length} bytes, new etag ${w.etag}`);
