@@ -27,8 +27,10 @@ export interface RefusalContext {
   /** The tool that was refused, for the "next call" line. */
   tool: string;
   path: ObjectPath;
-  /** The version the refused call was conditioned on, when it named one. */
+  /** The version the refused call was conditioned on. */
   base?: string;
+  /** The call named no version: `base` is the agent's last read, which the tool conditioned it on. */
+  derived?: boolean;
 }
 
 /** The diff a refusal links (`/_casket/diff?...&from=&to=`), fetched for the model. */
@@ -71,13 +73,17 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       }
       if (f.fields.Condition === 'If-None-Match') {
         text = `Refused: ${where} already exists (version ${current}, written${by}${at}), and create_only only creates. Nothing was written.`;
-        next = `${reread}, then write_file with "expected_etag": ${JSON.stringify(current)} to replace it`;
+        // The call that replaces it, in the refused tool's own terms: apply_patch takes no expected_etag, a patch of the file is its condition.
+        next =
+          ctx.tool === 'apply_patch'
+            ? `${reread}, then apply_patch with a patch of its current content (not of /dev/null) to change it`
+            : `${reread}, then ${ctx.tool === 'write_files' ? 'write_files' : 'write_file'} with "expected_etag": ${JSON.stringify(current)} to replace it`;
         break;
       }
       text =
         reason === 'merge-conflict'
           ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) ${SAME_OR_ADJACENT}, so they could not be merged. Nothing was written.`
-          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, the one you named` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
+          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, ${ctx.derived === true ? 'the one you last read' : 'the one you named'}` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
       next = `${reread}${retry}`;
       break;
     case 'partial-read':

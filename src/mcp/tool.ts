@@ -50,9 +50,10 @@ export async function guarded(shared: SharedEnv, extra: HandlerExtra, run: (env:
   }
 }
 
-export function refused(env: ToolEnv, tool: string, path: ObjectPath, failure: S3Failure, base?: string): Promise<CallToolResult> {
+/** `derived`: the call named no version, the tool conditioned it on the agent's last read (write_file's derivedCondition). */
+export function refused(env: ToolEnv, tool: string, path: ObjectPath, failure: S3Failure, base?: string, derived = false): Promise<CallToolResult> {
   // Stryker disable next-line ConditionalExpression: { base: undefined } reads as no base: refusals.ts uses ctx.base only as a value (LastReadETag ?? ctx.base)
-  return refusal({ door: env.door, caller: env.caller, tool, path, ...(base !== undefined && { base }) }, failure);
+  return refusal({ door: env.door, caller: env.caller, tool, path, ...(base !== undefined && { base }), derived }, failure);
 }
 
 export function tooLarge(what: string, bytes: number, max: number): CallToolResult {

@@ -104,4 +104,14 @@ describe('apply_patch', () => {
     expect(missing(r, ['1 of its 2 file(s) was refused', `${bucket}/miss/none.txt does not exist`, `write_file {"path": "${bucket}/miss/none.txt", "content": …, "create_only": true}`])).toEqual([]);
     expect(await stored('miss/real.txt')).toBe('r\n');
   });
+
+  it('a patch that creates a file that exists is refused with the apply_patch call that changes it, not a write_file one', async () => {
+    await put('exists.txt', 'here\n');
+    const r = await call(eve, 'apply_patch', { patch: `--- /dev/null\n+++ b/${bucket}/exists.txt\n@@ -0,0 +1 @@\n+new\n` });
+    expect(r.isError).toBe(true);
+    expect(missing(r, [`${bucket}/exists.txt already exists`, 'then apply_patch with a patch of its current content'])).toEqual([]);
+    expect(JSON.stringify(r)).not.toContain('then write_file');
+    expect(await stored('exists.txt')).toBe('here\n');
+  });
 });
+

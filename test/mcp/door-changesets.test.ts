@@ -55,7 +55,7 @@ describe('write_files through the door', () => {
     const taken = await info(`${bucket}/taken.txt`);
     const r = await call(ana, 'write_files', { files: [{ path: `${bucket}/taken.txt`, content: 'mine\n', create_only: true }, { path: `${bucket}/free.txt`, content: 'free\n', create_only: true }] });
     expect(r.isError).toBe(true);
-    expect(missing(r, ['Nothing was written', `${bucket}/taken.txt already exists (version ${taken.etag}`, 'create_only only creates', `then write_file with "expected_etag": ${JSON.stringify(taken.etag)}`])).toEqual([]);
+    expect(missing(r, ['Nothing was written', `${bucket}/taken.txt already exists (version ${taken.etag}`, 'create_only only creates', `then write_files with "expected_etag": ${JSON.stringify(taken.etag)}`])).toEqual([]);
     expect((await call(ana, 'get_file_info', { path: `${bucket}/free.txt` })).isError).toBe(true);
   });
 

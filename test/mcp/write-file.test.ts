@@ -6,7 +6,7 @@
  * expected_etag with create_only is a contradiction the model is told of,
  * not a write. The model's views are the clients' (test/helpers/model-view.ts).
  */
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytes, sdk } from '../helpers/clients.js';
@@ -70,6 +70,17 @@ describe('write_file', () => {
     expect(data(stale)).toMatchObject({ error: 'precondition-failed', your_version: v1, current_etag: v2, written: false });
     expect(missing(stale, [`changed since version ${v1}, the one you named`, `then write_file again with "expected_etag": "${v2.replace(/"/g, '\\"')}"`, '-v1\n+v2'])).toEqual([]);
     expect(await stored('stale.txt')).toBe('v2\n');
+  });
+
+  it('without expected_etag, a write conditioned on the last read is refused naming that read, not a version the model never named', async () => {
+    const path = `${bucket}/last-read.txt`;
+    const v1 = String(data(await call(ada, 'write_file', { path, content: 'v1\n', create_only: true })).etag);
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'last-read.txt', Body: 'v2\n' }));
+    const stale = await call(ada, 'write_file', { path, content: 'v3\n' });
+    expect(stale.isError).toBe(true);
+    expect(missing(stale, [`changed since version ${v1}, the one you last read`])).toEqual([]);
+    expect(JSON.stringify(stale)).not.toContain('the one you named');
+    expect(await stored('last-read.txt')).toBe('v2\n');
   });
 
   it('expected_etag and create_only together: refused as an invalid argument, and the file stays as it was', async () => {

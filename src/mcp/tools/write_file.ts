@@ -57,7 +57,7 @@ export const register: RegisterTool = (server, shared) => {
         if (expected_etag !== undefined && create_only) throw new BadArgument('Give expected_etag or create_only, not both.');
         const headers = expected_etag !== undefined ? { 'if-match': parseETagArgument(expected_etag) } : create_only ? { 'if-none-match': '*' } : await derivedCondition(env, p);
         const res = await env.door.s3(env.caller, { method: 'PUT', bucket: p.bucket, key: p.key, headers: { ...headers, 'content-type': 'text/plain; charset=utf-8' }, body });
-        if (res.failure) return refused(env, 'write_file', p, res.failure, headers['if-match']);
+        if (res.failure) return refused(env, 'write_file', p, res.failure, headers['if-match'], expected_etag === undefined);
         const etag = res.headers.etag!;
         return ok(`Wrote ${body.length} bytes to ${showPath(p)}: new etag ${etag}.`, { path: showPath(p), etag, bytes: body.length, written: true });
       }),

@@ -53,7 +53,7 @@ export const register: RegisterTool = (server, shared) => {
       guarded(shared, extra, async (env) => {
         if (files.length > MAX_FILES) throw new BadArgument(`write_files takes at most ${MAX_FILES} files; split the ${files.length} into several calls.`);
         const seen = new Set<string>();
-        const planned: Array<ChangesetFile & { where: string; base?: string }> = [];
+        const planned: Array<ChangesetFile & { where: string; base?: string; derived: boolean }> = [];
         for (const f of files) {
           const p = requireFile(f.path);
           const where = showPath(p);
@@ -63,11 +63,11 @@ export const register: RegisterTool = (server, shared) => {
           if (content.length > env.maxTextBytes) return tooLarge(`the content of ${where}`, content.length, env.maxTextBytes);
           if (f.expected_etag !== undefined && f.create_only) throw new BadArgument(`${where}: give expected_etag or create_only, not both.`);
           const headers = f.expected_etag !== undefined ? { 'if-match': parseETagArgument(f.expected_etag) } : f.create_only ? { 'if-none-match': '*' } : await derivedCondition(env, p);
-          planned.push({ bucket: p.bucket, key: p.key, content, contentType: 'text/plain; charset=utf-8', headers, where, ...(headers['if-match'] !== undefined && { base: headers['if-match'] }) });
+          planned.push({ bucket: p.bucket, key: p.key, content, contentType: 'text/plain; charset=utf-8', headers, where, ...(headers['if-match'] !== undefined && { base: headers['if-match'] }), derived: f.expected_etag === undefined });
         }
         const answer = await env.door.commit(
           env.caller,
-          planned.map(({ where: _, base: __, ...file }) => file),
+          planned.map(({ where: _, base: __, derived: ___, ...file }) => file),
         );
         if ('failure' in answer || 'landing' in answer) return changesetUnfinished(answer);
         if ('landed' in answer) {
@@ -79,7 +79,7 @@ export const register: RegisterTool = (server, shared) => {
         const texts: string[] = [];
         for (const r of answer.refused) {
           const file = planned.find((p) => p.bucket === r.bucket && p.key === r.key)!;
-          const one = await refused(env, 'write_files', { bucket: r.bucket, key: r.key }, r.failure, file.base);
+          const one = await refused(env, 'write_files', { bucket: r.bucket, key: r.key }, r.failure, file.base, file.derived);
           refusedFiles.push({ ...one.structuredContent });
           texts.push(one.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n'));
         }
