@@ -28,6 +28,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/breaks.test.ts',
     'test/rollback/changeset.test.ts',
     'test/rollback/command.test.ts',
+    'test/rollback/conflict-diff.test.ts',
     'test/rollback/edges.test.ts',
     'test/rollback/endpoint.test.ts',
     'test/rollback/endpoint-failure.test.ts',
