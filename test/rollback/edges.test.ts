@@ -88,6 +88,7 @@ describe('rollback at its edges', () => {
     expect(back).toMatchObject({ key: 'back', agentETag: null, currentWriter: c.keys.person!.accessKeyId });
     expect(back!.diff).toContain(`--- a/${bucket}/back\t"deleted" (deleted)\n`);
     expect(back!.diff).toContain('+back: written again');
+    expect(back!.diff).toContain(`+++ b/${bucket}/back\t${back!.currentETag} (written by access key "${c.keys.person!.accessKeyId}")\n`);
     expect(await text(person, 'gone')).toBeNull();
     expect(await text(person, 'back')).toBe('back: written again\n');
   });

@@ -188,6 +188,7 @@ describe('rollback of one agent', () => {
     expect(a.writtenAs).toBe('rollback:rollback:alice');
     // A multipart version's bytes are not kept by casket (its ETag is not their SHA-256), and this bucket keeps no versions.
     expect(keysOf(a.unrecoverable)).toEqual([key(19)]);
+    expect(a.unrecoverable[0]!.reason).toBe('the version to restore is a multipart version, and the bucket keeps no version of it; nothing written');
     expect(keysOf(a.restored)).toEqual([...goals().keys()].filter((k) => k !== key(19)).sort());
     expect(a.conflicts).toEqual([]);
     const expected = new Map([...goals().keys()].filter((k) => k !== key(19)).map((k) => [k, aliceLast.get(k)!]));
