@@ -113,5 +113,16 @@ describe('apply_patch', () => {
     expect(JSON.stringify(r)).not.toContain('then write_file');
     expect(await stored('exists.txt')).toBe('here\n');
   });
+
+  it('a patched file keeps its Content-Type, as edit_file keeps it; a file the patch creates is text', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'typed.md', Body: '# title\nbody\n', ContentType: 'text/markdown' }));
+    await readWhole(eve, 'typed.md');
+    const r = await call(eve, 'apply_patch', { patch: `--- a/${bucket}/typed.md\n+++ b/${bucket}/typed.md\n@@ -1,2 +1,2 @@\n # title\n-body\n+BODY\n--- /dev/null\n+++ b/${bucket}/made.txt\n@@ -0,0 +1 @@\n+made\n` });
+    expect(r.isError, text(r)).toBeFalsy();
+    const typed = await admin.send(new GetObjectCommand({ Bucket: bucket, Key: 'typed.md' }));
+    expect(typed.ContentType).toBe('text/markdown');
+    expect((await bytes(typed.Body)).toString()).toBe('# title\nBODY\n');
+    expect((await admin.send(new GetObjectCommand({ Bucket: bucket, Key: 'made.txt' }))).ContentType).toBe('text/plain; charset=utf-8');
+  });
 });
 

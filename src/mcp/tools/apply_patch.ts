@@ -39,6 +39,8 @@ interface Planned {
   base?: string;
   /** New content; undefined: deleted. */
   content?: Buffer;
+  /** The patched file's Content-Type, kept as edit_file keeps it; a new file is text. */
+  contentType?: string;
 }
 
 type Prepared = { planned: Planned } | { conflict: S3Failure; path: ObjectPath; base?: string };
@@ -69,7 +71,8 @@ async function prepare(env: ToolEnv, file: StructuredPatch): Promise<Prepared> {
   if (newPath === undefined) return { planned: { path, base: version } };
   const patched = applyPatch(got.body!.toString('utf8'), file);
   if (patched === false) throw new BadArgument(`The patch does not apply to ${named} as you last read it (version ${version}): its context or removed lines differ. Read the file again and make the patch from what it holds.`);
-  return { planned: { path, base: version, content: Buffer.from(patched, 'utf8') } };
+  const contentType = got.headers['content-type'];
+  return { planned: { path, base: version, content: Buffer.from(patched, 'utf8'), ...(contentType && { contentType }) } };
 }
 
 /** Built once: the server is built per request (tools.ts). */
@@ -121,11 +124,11 @@ export const register: RegisterTool = (server, shared) => {
         for (const p of prepared) if ('conflict' in p) await refuse(p.path, p.conflict, p.base);
         if (refusedFiles.length === 0) {
           const planned = prepared.map((p) => (p as { planned: Planned }).planned);
-          const files: ChangesetFile[] = planned.map(({ path, base, content }) => ({
+          const files: ChangesetFile[] = planned.map(({ path, base, content, contentType }) => ({
             bucket: path.bucket,
             key: path.key,
             headers: (base ? { 'if-match': base } : { 'if-none-match': '*' }) as Record<string, string>,
-            ...(content && { content, contentType: 'text/plain; charset=utf-8' }),
+            ...(content && { content, contentType: contentType ?? 'text/plain; charset=utf-8' }),
           }));
           const answer = await env.door.commit(env.caller, files);
           if ('failure' in answer || 'landing' in answer) return changesetUnfinished(answer);
