@@ -28,7 +28,7 @@ import { accessFor } from './s3/access.js';
 import { objectResource } from './s3/actions.js';
 import type { Services } from './s3/context.js';
 import { diffPath } from './s3/write.js';
-import { S3Error, isS3Error } from './vocabulary/errors.js';
+import { S3Error } from './vocabulary/errors.js';
 import { unquoteETag } from './vocabulary/etag.js';
 
 export interface EndpointResponse {
@@ -153,17 +153,6 @@ export async function agentChanges(req: SignedRequest, lookup: CredentialLookup,
   return changesFor(signed(req, lookup), services, agent, query);
 }
 
-/** Whether `auth` may read bucket/key (mayRead, as a yes or no). */
-function mayReadKey(auth: AuthResult, bucket: string, key: string): boolean {
-  try {
-    mayRead(auth, bucket, key);
-    return true;
-  } catch (e) {
-    if (isS3Error(e)) return false;
-    throw e;
-  }
-}
-
 /**
  * The changes feed, for a caller another front door authenticated (the MCP
  * tools, src/mcp/). `actingAs`: the door verified that this caller acts as
@@ -174,13 +163,14 @@ function mayReadKey(auth: AuthResult, bucket: string, key: string): boolean {
 export async function changesFor(auth: AuthResult, services: Services, agent: string, query: URLSearchParams, actingAs = false): Promise<EndpointResponse> {
   const own = auth.credential.admin === true || auth.credential.agent === agent;
   if (!own && !actingAs) throw new S3Error('AccessDenied', `Only admin keys and agent "${agent}"'s own keys may read its changes.`);
+  const access = accessFor(auth.credential, () => {});
   const sinceParam = query.get('since');
   const since = sinceParam === null || sinceParam === '' ? 0 : Number(sinceParam);
   if (!Number.isInteger(since) || since < 0) throw new S3Error('InvalidArgument', 'since must be a cursor from an earlier answer (or absent).');
   const wait = Math.min(Math.max(Number(query.get('wait') ?? '0') || 0, 0), MAX_WAIT_SECONDS);
   const deadline = Date.now() + wait * 1000;
   for (;;) {
-    const changes = (await changesSince(services, agent, since)).filter((c) => own || mayReadKey(auth, c.bucket, c.key));
+    const changes = (await changesSince(services, agent, since)).filter((c) => own || access.allows({ action: 's3:GetObject', resource: objectResource(c.bucket, c.key) }));
     if (changes.length > 0 || Date.now() >= deadline) {
       const cursor = Math.max(since, ...changes.map((c) => c.cursor));
       return { status: 200, body: { agent, cursor: String(cursor), changes: changes.map(({ cursor: _, ...c }) => c) } };

@@ -44,17 +44,6 @@ function credentialOf(lookup: CredentialLookup, caller: Caller): Credential {
   return credential;
 }
 
-/** Whether `access` may read bucket/key (s3:GetObject on its ARN). */
-function readable(access: ReturnType<typeof accessFor>, bucket: string, key: string): boolean {
-  try {
-    access.authorize({ action: 's3:GetObject', resource: objectResource(bucket, key) });
-    return true;
-  } catch (e) {
-    if (isS3Error(e)) return false;
-    throw e;
-  }
-}
-
 /** The AuthResult of a caller the MCP endpoint verified, for the introspection endpoints (no request body). */
 function verifiedAs(lookup: CredentialLookup, caller: Caller, region: string): AuthResult {
   // Stryker disable next-line BooleanLiteral,ArrayDeclaration: diffFor, changesFor and retainedFor read only the credential; presigned and signedHeaders matter to a request with a body (merge-write.ts), which these are not
@@ -217,7 +206,7 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       // A key bound to no agent may act as any (resolveAgent): it is told the agent's changes only to files its own policy lets it read, as what_changed lists them (agent-changes.ts changesFor).
       const own = credential.admin === true || credential.agent === caller.agent;
       const access = accessFor(credential, () => {});
-      const changed = (await changedSinceRead(services.state, caller.agent)).filter((c) => own || readable(access, c.bucket, c.key));
+      const changed = (await changedSinceRead(services.state, caller.agent)).filter((c) => own || access.allows({ action: 's3:GetObject', resource: objectResource(c.bucket, c.key) }));
       // Stryker disable next-line ConditionalExpression: `etag: undefined` reads as no etag to reminders.ts (`c.etag === undefined`), the one reader
       return changed.map((c) => ({ bucket: c.bucket, key: c.key, readETag: c.readETag, ...(c.etag !== undefined && { etag: c.etag }), changedBy: c.changedBy, changedAt: c.changedAt.toISOString() }));
     },
