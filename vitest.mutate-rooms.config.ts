@@ -29,6 +29,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/changeset.test.ts',
     'test/rollback/command.test.ts',
     'test/rollback/conflict-diff.test.ts',
+    'test/rollback/domain.test.ts',
     'test/rollback/dry-run.test.ts',
     'test/rollback/edges.test.ts',
     'test/rollback/endpoint.test.ts',
