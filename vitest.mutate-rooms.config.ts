@@ -35,6 +35,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/endpoint-failure.test.ts',
     'test/rollback/plan.test.ts',
     'test/rollback/reads.test.ts',
+    'test/rollback/reread.test.ts',
     'test/rollback/restore-condition.test.ts',
     'test/rollback/same-entry.test.ts',
     'test/rollback/sources.test.ts',

@@ -141,23 +141,25 @@ async function existedBefore(services: Services, h: KeyHistory): Promise<boolean
 /**
  * Whether the restore landed. A refusal means another writer got there
  * first — a new version, a deletion, or the very bytes again (restore.ts): a
- * conflict, its version untouched. Anything else (the state store down, the
+ * conflict, its version untouched — and unknown, not "deleted", when the key
+ * cannot be read again. Anything else (the state store down, the
  * upstream failing) wrote nothing and says so.
  */
 async function settled(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, outcome: RestoreOutcome, answer: RollbackAnswer): Promise<boolean> {
   if ('landed' in outcome) return true;
   if ('refused' in outcome) {
     const now = await readCurrent(services, door, h.bucket, h.key, false);
-    const current = 'failed' in now ? { etag: null, content: null } : now;
     const newest = await services.state.lastWrite(h.bucket, h.key).catch(() => undefined);
-    answer.conflicts.push(await conflict(services, request.agent, h, current, newest));
+    answer.conflicts.push(await conflict(services, request.agent, h, now, newest));
     return false;
   }
   answer.unrecoverable.push({ bucket: h.bucket, key: h.key, goalETag: quoted(h.goal), reason: `the restore failed (${outcome.failed}); nothing written, run the rollback again` });
   return false;
 }
 
-export async function conflict(services: Services, agent: string, h: KeyHistory, current: Current, newest: WriteLogEntry | undefined): Promise<Conflict> {
+/** `current` failed: the key could not be read again after a refused restore; the conflict says its version is unknown, not deleted. */
+export async function conflict(services: Services, agent: string, h: KeyHistory, current: Current | { failed: string }, newest: WriteLogEntry | undefined): Promise<Conflict> {
+  if ('failed' in current) return { bucket: h.bucket, key: h.key, agentETag: quoted(h.agentLast), currentUnread: current.failed };
   // Who wrote the current version: the write log's newest entry, when it made that very version.
   const writer: { agent?: string; accessKey?: string } = {};
   if (newest && newest.newETag === (current.etag ?? undefined)) {

@@ -106,7 +106,7 @@ export async function rollbackChangeset(services: Services, options: HandleOptio
       const p = planned.find(({ h }) => h.bucket === r.bucket && h.key === r.key)!;
       const now = await readCurrent(services, door, r.bucket, r.key, false);
       const newest = await services.state.lastWrite(r.bucket, r.key).catch(() => undefined);
-      answer.conflicts.push(await conflict(services, author, p.h, 'failed' in now ? { etag: null, content: null } : now, newest));
+      answer.conflicts.push(await conflict(services, author, p.h, now, newest));
     }
     answer.notRestored = planned.filter(({ h }) => !answer.conflicts.some((c) => c.bucket === h.bucket && c.key === h.key)).map(({ h }) => ({ bucket: h.bucket, key: h.key, etag: quoted(h.agentLast) }));
   } else {

@@ -110,6 +110,7 @@ export function summary(a: RollbackAnswer): string {
 }
 
 function conflictLines(c: Conflict): string {
+  if (c.currentETag === undefined) return `  ${at(c.bucket, c.key)}  agent's ${version(c.agentETag)}, now unknown: written since, then could not be read (${c.currentUnread})`;
   const head = `  ${at(c.bucket, c.key)}  agent's ${version(c.agentETag)}, now ${version(c.currentETag)}${c.currentWriter ? ` by ${c.currentWriter}` : ''}`;
   return c.diff ? `${head}\n${indent(c.diff)}` : `${head}\n      (no diff: the agent's version is not retained)`;
 }
