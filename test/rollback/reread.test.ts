@@ -24,8 +24,8 @@ afterEach(async () => {
   for (const s of stops.splice(0).reverse()) await s();
 });
 
-/** When the goal of `goalKey` is asked for: `write` runs, then every GET of `failKey` fails. */
-function stepIn(c: InProcessCasket, goalKey: string, failKey: string, write: () => Promise<unknown>): { stepped: () => boolean } {
+/** When the goal of `goalKey` is asked for: `write` runs, then every GET of `failKey` (if any) fails. */
+function stepIn(c: InProcessCasket, goalKey: string, failKey: string | undefined, write: () => Promise<unknown>): { stepped: () => boolean } {
   const retainer = c.casket.services.retainer!;
   const get = retainer.get.bind(retainer);
   const backend = c.casket.services.backend;
@@ -65,6 +65,22 @@ describe('a refused restore whose key cannot be read again', () => {
     expect(conflict).not.toHaveProperty('currentETag');
     expect(conflict!.currentUnread).toBe('InternalError');
     expect(conflict!.agentETag).toMatch(/^"[0-9a-f]{64}"$/);
+  });
+
+  it('when it can be read, it is read as nobody: the rollback agent\'s read stamp stays on the version the plan read', async () => {
+    // The read that reports the conflict is no read the rollback writes on (docs/design.md §4): a stamp of the
+    // person's version would let rollback:alice's next write over it pass as informed by a read.
+    const { c, agents, person } = await inProcessWithBucket(bucket, stops, ['alice']);
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'doc', Body: "the person's text" }));
+    const since = new Date().toISOString();
+    const alices = await agentPut(agents.alice!, bucket, 'doc', "alice's bad edit");
+    const step = stepIn(c, 'doc', undefined, () => person.send(new PutObjectCommand({ Bucket: bucket, Key: 'doc', Body: "the person's fix" })));
+
+    const answer = await postRollback(c, { agent: 'alice', since, bucket });
+    expect(step.stepped()).toBe(true);
+    const persons = (await content(person, bucket, 'doc'))!.etag;
+    expect(answer.conflicts).toMatchObject([{ key: 'doc', agentETag: alices, currentETag: persons }]);
+    expect((await c.casket.services.state.getStamp('rollback:alice', bucket, 'doc'))?.etag).toBe(alices.replace(/"/g, ''));
   });
 
   it('in a changeset rollback too: the refused key unknown, the others not restored', async () => {
