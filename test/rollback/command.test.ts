@@ -93,6 +93,9 @@ unchanged 0 (already at the version to restore):
 `);
     const { until: _, ...open } = window;
     expect(summary({ ...open, dryRun: false }).split('\n')[0]).toBe('rollback of agent "alice" since 2026-11-25T14:00:00.000Z — written as "rollback:alice"');
+    // A refused restore whose key could not be read again (apply.ts, settled): unknown, never "(absent)", which says deleted.
+    const unread: RollbackAnswer = { ...window, dryRun: false, restored: [], conflicts: [{ bucket: 'b', key: 'k', agentETag: '"k1"', currentUnread: 'InternalError' }] };
+    expect(summary(unread).split('\n')[3]).toBe('  s3://b/k  agent\'s "k1", now unknown: written since, then could not be read (InternalError)');
     expect([exitStatus(window), exitStatus(unit), exitStatus({ ...window, unrecoverable: unit.unrecoverable }), exitStatus({ ...window, conflicts: unit.conflicts })]).toEqual([0, 3, 3, 3]);
   });
 

@@ -31,6 +31,25 @@ describe('a dry run', () => {
     expect(keysOf(answer.restored)).toEqual(['mine']);
   });
 
+  it('reports a key written since as a conflict when the write log cannot say who wrote it last (the state store failing that read)', async () => {
+    // The current version alone decides then (apply.ts): the run's compare-and-swap would refuse the restore, so the dry run must not promise it.
+    const { c, agents, person } = await inProcessWithBucket(bucket, stops, ['alice']);
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'unlogged', Body: 'before' }));
+    const since = new Date().toISOString();
+    await agentPut(agents.alice!, bucket, 'unlogged', 'alice');
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'unlogged', Body: 'the person' }));
+    const state = c.casket.services.state;
+    const lastWrite = state.lastWrite.bind(state);
+    state.lastWrite = () => Promise.reject(new Error('the state store is down (test)'));
+    try {
+      const answer = await postRollback(c, { agent: 'alice', since, bucket, dryRun: true });
+      expect(keysOf(answer.conflicts)).toEqual(['unlogged']);
+      expect(answer.restored).toEqual([]);
+    } finally {
+      state.lastWrite = lastWrite;
+    }
+  });
+
   it('leaves the rollback agent no read stamp even when its read of a key is retried (the backend failed it once)', async () => {
     const { c, agents, person } = await inProcessWithBucket(bucket, stops, ['alice']);
     await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'flaky', Body: 'before' }));

@@ -8,7 +8,7 @@
  * from inside, and `npm run mutate:rooms` sees these tests.
  */
 import { CreateBucketCommand, DeleteBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import type { InProcessCasket } from '../helpers/in-process.js';
 import { captureLog } from '../helpers/faults.js';
@@ -292,5 +292,25 @@ describe('rollback at its edges', () => {
     expect(answer.restored).toMatchObject([{ key: 'new', action: 'delete', to: null }]);
     expect(await text(person, 'kept')).toBe('alice, blind');
     expect(await text(person, 'new')).toBeNull();
+  });
+
+  it('so is one made in the very millisecond of the write it replaced: the log\'s entry before alice\'s, not an earlier time, is what came before', async () => {
+    const { c, alice, person } = await setup({ guard: 'off' });
+    // One instant for both writes (the clock does not move under fake Date): the person's entry is not earlier than alice's.
+    vi.useFakeTimers({ toFake: ['Date'] });
+    let since: string;
+    try {
+      await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'same-instant', Body: 'a person wrote this' }));
+      since = new Date().toISOString();
+      await alice.send(new PutObjectCommand({ Bucket: bucket, Key: 'same-instant', Body: 'alice, blind' }));
+    } finally {
+      vi.useRealTimers();
+    }
+    const log = await c.casket.services.state.listWriteLog({ bucket, key: 'same-instant', limit: 10 });
+    expect(log.map((e) => e.at.getTime())).toEqual([Date.parse(since), Date.parse(since)]);
+    const answer = await rollback(c, { agent: 'alice', since, bucket });
+    expect(answer.unrecoverable).toMatchObject([{ key: 'same-instant', goalETag: null }]);
+    expect(answer.restored).toEqual([]);
+    expect(await text(person, 'same-instant')).toBe('alice, blind');
   });
 });
