@@ -27,6 +27,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/behind-casket.test.ts',
     'test/rollback/breaks.test.ts',
     'test/rollback/changeset.test.ts',
+    'test/rollback/changeset-buckets.test.ts',
     'test/rollback/changeset-edges.test.ts',
     'test/rollback/command.test.ts',
     'test/rollback/command-edges.test.ts',
