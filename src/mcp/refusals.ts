@@ -37,6 +37,17 @@ async function linkedDiff(ctx: RefusalContext, link: string | undefined, from: s
   return ctx.door.diff(ctx.caller, ctx.path.bucket, ctx.path.key, from.replace(/"/g, ''), to.replace(/"/g, ''));
 }
 
+/**
+ * Which version "changed since" names, the agent's last read or the call's own:
+ * a call that names a version it never read whole is refused as a stale read of
+ * the one it did read (guard.ts agentRules), and the sentence says both.
+ */
+function since(ctx: RefusalContext, lastReadETag: string | undefined): string {
+  if (ctx.derived === true) return 'the one you last read';
+  if (lastReadETag !== undefined && ctx.base !== undefined && lastReadETag !== ctx.base) return `the one you last read (you named ${ctx.base}, which you have not read whole)`;
+  return 'the one you named';
+}
+
 export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallToolResult> {
   const where = showPath(ctx.path);
   const reason = f.fields.Reason ?? f.code;
@@ -87,7 +98,7 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       text =
         reason === 'merge-conflict'
           ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) change the same or adjacent lines (a line merge needs an unchanged line between two edits), so they could not be merged. Nothing was written.`
-          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, ${ctx.derived === true ? 'the one you last read' : 'the one you named'}` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
+          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, ${since(ctx, f.fields.LastReadETag)}` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
       next = `${reread}${retry}`;
       break;
     case 'partial-read':

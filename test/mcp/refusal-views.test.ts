@@ -101,6 +101,19 @@ describe('a refusal of the guard\'s agent rules, as the model sees it', () => {
     expect(data(r)).toMatchObject({ error: 'precondition-required', current_etag: etag, next, written: false });
   });
 
+  it('a version named that was never read whole: changed since the one last read, and the one named is said apart', async () => {
+    const path = `${bucket}/named.md`;
+    const first = await made(alice, 'named.md', 'one\n');
+    await call(bob, 'read_text_file', { path });
+    await call(alice, 'read_text_file', { path });
+    const now = etagOf(await call(alice, 'write_file', { path, content: 'two\n', expected_etag: first }));
+    // bob names the current version, taken from a listing, not a read.
+    const r = await call(bob, 'write_file', { path, content: 'three\n', expected_etag: now });
+    const when = String(data(r).last_modified);
+    seen(r, [`Refused: ${path} changed since version ${first}, the one you last read (you named ${now}, which you have not read whole): it is now ${now}, written by agent "alice" at ${when}. Nothing was written.`, reread('named.md')]);
+    expect(data(r)).toMatchObject({ error: 'stale-read', current_etag: now, your_version: first, written: false });
+  });
+
   it('a stale read under --agent-writes read-stamp: changed since the version last read, by whom, the diff, and the retry', async () => {
     const path = `${bucket}/stale.md`;
     const first = await made(ann, 'stale.md', 'one\ntwo\n');
