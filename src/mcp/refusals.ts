@@ -37,6 +37,11 @@ async function linkedDiff(ctx: RefusalContext, link: string | undefined, from: s
   return ctx.door.diff(ctx.caller, ctx.path.bucket, ctx.path.key, from.replace(/"/g, ''), to.replace(/"/g, ''));
 }
 
+/** An S3 error's message as a sentence: AWS words AccessDenied without a full stop ("... because no policy allows the action"). */
+function sentence(message: string): string {
+  return /[.!?]$/.test(message) ? message : `${message}.`;
+}
+
 /**
  * Which version "changed since" names, the agent's last read or the call's own:
  * a call that names a version it never read whole is refused as a stale read of
@@ -133,10 +138,10 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       next = 'list_directory on a bucket that exists (paths are bucket/key)';
       break;
     case 'AccessDenied':
-      text = `Refused: your credential may not do this on ${where}: ${f.message} Nothing was written.`;
+      text = `Refused: your credential may not do this on ${where}: ${sentence(f.message)} Nothing was written.`;
       break;
     default:
-      text = `Refused: ${f.code}: ${f.message} Nothing was written.`;
+      text = `Refused: ${f.code}: ${sentence(f.message)} Nothing was written.`;
   }
   if (identical) {
     text += ` The current content is byte-for-byte what you sent: if that was your own earlier call, it landed; if not, ${writer ? `agent "${writer}"` : writerKey ? `access key "${writerKey}"` : 'someone else'} made the same change, and yours would be a second one.`;
@@ -170,6 +175,6 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
  * time.
  */
 export function changesetUnfinished(answer: { failure: S3Failure } | { landing: S3Failure }): CallToolResult {
-  if ('landing' in answer) return toolError(`Not finished yet: ${answer.landing.message} Do not send it again: read the files to see them landed.`, { error: answer.landing.code, written: true });
-  return toolError(`Refused: ${answer.failure.message} Nothing was written.`, { error: answer.failure.code, written: false });
+  if ('landing' in answer) return toolError(`Not finished yet: ${sentence(answer.landing.message)} Do not send it again: read the files to see them landed.`, { error: answer.landing.code, written: true });
+  return toolError(`Refused: ${sentence(answer.failure.message)} Nothing was written.`, { error: answer.failure.code, written: false });
 }

@@ -207,8 +207,12 @@ describe('the S3 refusals, in the tool\'s own terms', () => {
 
   it('a write the key\'s policy denies: the refusal and nothing to call next', async () => {
     const r = await call(carol, 'write_file', { path: `${bucket}/denied.md`, content: 'x\n', create_only: true });
-    seen(r, [`Refused: your credential may not do this on ${bucket}/denied.md: `]);
+    // AWS words AccessDenied without a full stop: the refusal ends its sentence before its own.
+    seen(r, [`Refused: your credential may not do this on ${bucket}/denied.md: `, 'because no policy allows the action. Nothing was written.']);
     expect(text(r)).toMatch(/ Nothing was written\.$/);
+    const many = await call(carol, 'write_files', { files: [{ path: `${bucket}/denied.md`, content: 'x\n', create_only: true }] });
+    seen(many, ['because no policy allows the action. Nothing was written.']);
+    expect(data(many)).toMatchObject({ error: 'AccessDenied', written: false });
     expect(data(r)).toMatchObject({ error: 'AccessDenied', written: false });
     expect(data(r).next).toBeUndefined();
   });
