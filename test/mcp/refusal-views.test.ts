@@ -114,6 +114,16 @@ describe('a refusal of the guard\'s agent rules, as the model sees it', () => {
     expect(data(r)).toMatchObject({ error: 'stale-read', current_etag: now, your_version: first, written: false });
   });
 
+  it('a version named and read, changed since: the one named, and who changed it', async () => {
+    const path = `${bucket}/read-named.md`;
+    const first = await made(alice, 'read-named.md', 'one\n');
+    await call(bob, 'read_text_file', { path });
+    await call(alice, 'read_text_file', { path });
+    const now = etagOf(await call(alice, 'write_file', { path, content: 'two\n', expected_etag: first }));
+    const r = await call(bob, 'edit_file', { path, edits: [{ oldText: 'one', newText: 'ONE' }], expected_etag: first });
+    seen(r, [`Refused: ${path} changed since version ${first}, the one you named: it is now ${now}, written by agent "alice" at `]);
+  });
+
   it('a stale read under --agent-writes read-stamp: changed since the version last read, by whom, the diff, and the retry', async () => {
     const path = `${bucket}/stale.md`;
     const first = await made(ann, 'stale.md', 'one\ntwo\n');
