@@ -74,8 +74,10 @@ const TESTS: Record<string, string[]> = {
   ],
   // The unit tests of src/mcp's pure files (text, paths, token, batch,
   // answer-json, results, request-caller), token-check against casket
-  // in-process, and the wire tests that start casket with startMcpCasket
-  // (test/helpers/mcp.ts), which CASKET_TEST_IN_PROCESS turns in-process.
+  // in-process, deadline (mcpEndpoint itself) and tool-throws (a casket
+  // in-process whose disk fails on cue), and the wire tests that start casket
+  // with startMcpCasket (test/helpers/mcp.ts), which CASKET_TEST_IN_PROCESS
+  // turns in-process.
   // The rest of test/mcp drives a spawned casket through the SDK's clients
   // and `casket mcp`; the score is a lower bound.
   mcp: [
@@ -85,9 +87,11 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/batch.test.ts',
     'test/mcp/caller-isolation.test.ts',
     'test/mcp/changed-since-read.test.ts',
+    'test/mcp/deadline.test.ts',
     'test/mcp/direct-calls.test.ts',
     'test/mcp/door.test.ts',
     'test/mcp/door-changesets.test.ts',
+    'test/mcp/door-domain.test.ts',
     'test/mcp/door-staging.test.ts',
     'test/mcp/door-writers.test.ts',
     'test/mcp/edit-file.test.ts',
@@ -98,6 +102,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/more-tools.test.ts',
     'test/mcp/paths.test.ts',
     'test/mcp/read-windows.test.ts',
+    'test/mcp/refusal-views.test.ts',
     'test/mcp/refusal-words.test.ts',
     'test/mcp/results.test.ts',
     'test/mcp/streamable-post.test.ts',
@@ -105,6 +110,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/token.test.ts',
     'test/mcp/token-check.test.ts',
     'test/mcp/tool-etags.test.ts',
+    'test/mcp/tool-throws.test.ts',
     'test/mcp/write-conditions.test.ts',
     'test/mcp/write-file.test.ts',
     'test/mcp/write-files.test.ts',

@@ -106,8 +106,17 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
         const err = e as S3Error;
         return { status: err.status, headers: {}, failure: { status: err.status, code: err.code, message: err.message, fields: {} } };
       }
-      // Stryker disable next-line ConditionalExpression: `agent: undefined` sends no agent header, as no agent does (s3/in-process.ts tests client.agent against undefined)
-      const outcome = await callInProcess(services, options, credential, { host: 'casket.mcp', userAgent: 'casket-mcp', ...(caller.agent !== undefined && { agent: caller.agent }) }, call);
+      const client = {
+        // A Host without a dot: s3/addressing.ts reads a bucket from the Host only when it ends in "." + --domain,
+        // so the tool's bucket is the one its path names under any --domain (a Host of "casket.mcp" was bucket
+        // "casket" under --domain mcp).
+        // Stryker disable next-line StringLiteral: an empty Host is path-style too, for the same reason
+        host: 'casket-mcp',
+        userAgent: 'casket-mcp',
+        // Stryker disable next-line ConditionalExpression: `agent: undefined` sends no agent header, as no agent does (s3/in-process.ts tests client.agent against undefined)
+        ...(caller.agent !== undefined && { agent: caller.agent }),
+      };
+      const outcome = await callInProcess(services, options, credential, client, call);
       const res = outcome.response;
       if (outcome.error) {
         if (res.body instanceof Readable) res.body.destroy();
@@ -120,7 +129,13 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       // Stryker disable next-line ConditionalExpression: a HEAD answer has no content (RFC 9110 §9.3.2); reading its empty body gives the tools the same answer and the same stamp
       if (call.method !== 'HEAD') {
         // Stryker disable next-line ArithmeticOperator: every GET a tool makes names its maxBytes; the calls without `read` (PUT, DELETE, CopyObject) answer no body or an XML string, which readBody returns whole whatever the limit
-        const whole = await readBody(res.body, read?.maxBytes ?? 16 * 1024 * 1024, 'stop');
+        const whole = await readBody(res.body, read?.maxBytes ?? 16 * 1024 * 1024, 'stop').catch(async (e: unknown) => {
+          // A body that fails midway (a disk, an upstream reset) ends the request as the wire's does (server.ts
+          // writeToNode): an incomplete read, logged as aborted; the tool answers the failure (tool-calls.ts).
+          await res.onFinish?.(false);
+          record(outcome, started, false, 0, sent);
+          throw e;
+        });
         if (whole === undefined) {
           await res.onFinish?.(false);
           record(outcome, started, false, 0, sent);
@@ -190,6 +205,7 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
     async retained(caller, bucket, key, etag) {
       // The caller's own policy for this key, and a version kept for this key only (docs/design.md §14).
       return retainedFor(auth(caller), services, bucket, key, etag).catch((e: unknown) => {
+        // Stryker disable next-line ConditionalExpression: no S3Error reaches here from the one caller: edit_file asks only once its GET of the same key failed its If-Match, after the s3:GetObject that retainedFor checks was allowed (AccessDenied comes first)
         if (isS3Error(e)) return undefined;
         throw e;
       });

