@@ -96,6 +96,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/paths.test.ts',
     'test/mcp/read-windows.test.ts',
     'test/mcp/refusal-words.test.ts',
+    'test/mcp/reminders.test.ts',
     'test/mcp/results.test.ts',
     'test/mcp/streamable-post.test.ts',
     'test/mcp/text.test.ts',
