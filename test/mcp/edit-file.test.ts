@@ -48,6 +48,9 @@ describe('edit_file', () => {
     const r = await call(ann, 'edit_file', edit('readme.md', 'body', 'more body', { expected_etag: read }));
     expect(r.isError, text(r)).toBeFalsy();
     expect(data(r)).toMatchObject({ previous_etag: read, written: true });
+    // Nobody else wrote since: no view tells the model its edit was merged.
+    expect(data(r)).not.toHaveProperty('merged');
+    expect(text(r)).not.toContain('merged');
     expect((await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: 'readme.md' }))).ContentType).toBe('text/markdown');
   });
 
@@ -118,6 +121,17 @@ describe('edit_file', () => {
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ error: 'precondition-failed', last_writer: 'ann', written: false });
     expect(await stored('dry.txt')).toBe('ONE\ntwo\nthree\n');
+  });
+
+  it('without expected_etag, the edit applies to the version the agent last read: a file changed since is refused with that version, even where the edit would still apply', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'last-read.txt', Body: 'head\ntail\n' }));
+    const read = await etagOf(ann, 'last-read.txt');
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'last-read.txt', Body: 'head\ntail\nmore\n' }));
+    const r = await call(ann, 'edit_file', edit('last-read.txt', 'head', 'HEAD'));
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', your_version: read, written: false });
+    expect(missing(r, [`changed since version ${read}`, '+more', 'Nothing was written'])).toEqual([]);
+    expect(await stored('last-read.txt')).toBe('head\ntail\nmore\n');
   });
 
   it('a file deleted since the version named: it does not exist, and the next call creates it', async () => {

@@ -1,0 +1,126 @@
+/**
+ * move_file's two conditions as the model sees them (docs/design.md §8;
+ * test/helpers/model-view.ts): the source version the agent last read whole
+ * moves, to a key of any characters; a destination that exists moves only
+ * over the version destination_etag names; a source that is gone, or changed
+ * since, is refused on the source, a destination taken or changed is refused
+ * on the destination — each with the path it is about and the next call.
+ */
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bytes, sdk } from '../helpers/clients.js';
+import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
+import { contentFirst, missing } from '../helpers/model-view.js';
+
+const bucket = 'moves';
+let casket: McpCasket;
+let admin: S3Client;
+let ann: Client;
+let keeper: Client;
+
+beforeAll(async () => {
+  casket = await startMcpCasket({
+    agents: ['ann'],
+    // May copy but not delete: a move it makes stops half done.
+    keys: { keeper: { agent: 'keeper', policy: { Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:ListBucket'], Resource: [`arn:aws:s3:::${bucket}`, `arn:aws:s3:::${bucket}/*`] }] } } },
+  });
+  admin = sdk(casket.url, casket.admin);
+  await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+  ann = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
+  keeper = await httpClient(casket, mintToken(casket.keys.keeper!, { agent: 'keeper' }), 'keeper');
+});
+afterAll(async () => {
+  await ann?.close();
+  await keeper?.close();
+  admin?.destroy();
+  await casket?.stop();
+});
+
+async function stored(key: string): Promise<string | undefined> {
+  try {
+    return (await bytes((await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body)).toString();
+  } catch (e) {
+    if ((e as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw e;
+  }
+}
+const put = (key: string, body: string) => admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
+const readEtag = async (key: string) => String(data(await call(ann, 'read_text_file', { path: `${bucket}/${key}` })).etag);
+
+describe('move_file', () => {
+  it('moves the version read whole, named by no expected_etag, between keys of spaces, accents, % and ?', async () => {
+    await put('a b/50% é.txt', 'spaced\n');
+    const read = await readEtag('a b/50% é.txt');
+    const r = await call(ann, 'move_file', { source: `${bucket}/a b/50% é.txt`, destination: `${bucket}/c d/ü?.txt` });
+    expect(r.isError, text(r)).toBeFalsy();
+    expect(missing(r, [`${bucket}/a b/50% é.txt`, `${bucket}/c d/ü?.txt`, read])).toEqual([]);
+    expect(contentFirst(r).text).toBe(`Moved ${bucket}/a b/50% é.txt (version ${read}) to ${bucket}/c d/ü?.txt.`);
+    expect(await stored('c d/ü?.txt')).toBe('spaced\n');
+    expect(await stored('a b/50% é.txt')).toBeUndefined();
+  });
+
+  it('a source read only in part has no version to move: refused, read it whole', async () => {
+    await put('part.txt', 'one\ntwo\nthree\n');
+    await call(ann, 'read_text_file', { path: `${bucket}/part.txt`, head: 1 });
+    const r = await call(ann, 'move_file', { source: `${bucket}/part.txt`, destination: `${bucket}/part2.txt` });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'not-read', path: `${bucket}/part.txt`, written: false });
+    expect(missing(r, [`not read ${bucket}/part.txt in full`, `read_text_file {"path": "${bucket}/part.txt"}`, 'Nothing was written'])).toEqual([]);
+    expect(await stored('part.txt')).toBe('one\ntwo\nthree\n');
+    expect(await stored('part2.txt')).toBeUndefined();
+  });
+
+  it('over an existing destination only at the version destination_etag names: a changed one is refused, on the destination', async () => {
+    await put('src.txt', 'src\n');
+    await put('dst.txt', 'dst\n');
+    const src = await readEtag('src.txt');
+    const dst = await readEtag('dst.txt');
+    await put('dst.txt', 'dst changed\n');
+    const r = await call(ann, 'move_file', { source: `${bucket}/src.txt`, destination: `${bucket}/dst.txt`, expected_etag: src, destination_etag: dst });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', path: `${bucket}/dst.txt`, your_version: dst, written: false });
+    expect(missing(r, [`${bucket}/dst.txt changed since version ${dst}`, '+dst changed', 'Nothing was written'])).toEqual([]);
+    expect(await stored('src.txt')).toBe('src\n');
+    expect(await stored('dst.txt')).toBe('dst changed\n');
+    const now = await readEtag('dst.txt');
+    const moved = await call(ann, 'move_file', { source: `${bucket}/src.txt`, destination: `${bucket}/dst.txt`, expected_etag: src, destination_etag: now });
+    expect(moved.isError, text(moved)).toBeFalsy();
+    expect(await stored('dst.txt')).toBe('src\n');
+    expect(await stored('src.txt')).toBeUndefined();
+  });
+
+  it('a source changed since the version named is refused on the source, with its change; nothing moves', async () => {
+    await put('changed.txt', 'first\n');
+    const read = await readEtag('changed.txt');
+    await put('changed.txt', 'second\n');
+    const r = await call(ann, 'move_file', { source: `${bucket}/changed.txt`, destination: `${bucket}/changed2.txt`, expected_etag: read });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', path: `${bucket}/changed.txt`, your_version: read, written: false });
+    expect(missing(r, [`${bucket}/changed.txt changed since version ${read}`, String(data(r).current_etag), '+second', 'Nothing was written'])).toEqual([]);
+    expect(await stored('changed2.txt')).toBeUndefined();
+  });
+
+  it('a source deleted since it was read is refused as gone, on the source; nothing moves', async () => {
+    await put('gone.txt', 'g\n');
+    const read = await readEtag('gone.txt');
+    await call(ann, 'delete_file', { path: `${bucket}/gone.txt`, expected_etag: read });
+    const r = await call(ann, 'move_file', { source: `${bucket}/gone.txt`, destination: `${bucket}/gone2.txt`, expected_etag: read });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ path: `${bucket}/gone.txt`, written: false });
+    expect(missing(r, [`${bucket}/gone.txt does not exist`, 'Nothing was written'])).toEqual([]);
+    expect(await stored('gone2.txt')).toBeUndefined();
+  });
+
+  it('a copy made but a source its key may not delete: the answer says the move is half done, and where the copy is', async () => {
+    await put('kept.txt', 'kept\n');
+    const read = String(data(await call(keeper, 'read_text_file', { path: `${bucket}/kept.txt` })).etag);
+    const r = await call(keeper, 'move_file', { source: `${bucket}/kept.txt`, destination: `${bucket}/copy.txt` });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ path: `${bucket}/kept.txt`, copied_to: `${bucket}/copy.txt`, source_deleted: false, written: false });
+    expect(missing(r, [`Copied ${bucket}/kept.txt (version ${read}) to ${bucket}/copy.txt, but the source was not deleted`])).toEqual([]);
+    expect(text(r)).not.toContain('deleted: Refused');
+    expect(await stored('copy.txt')).toBe('kept\n');
+    expect(await stored('kept.txt')).toBe('kept\n');
+  });
+});
