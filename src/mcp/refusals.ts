@@ -24,6 +24,8 @@ export interface RefusalContext {
   base?: string;
   /** The call named no version: `base` is the agent's last read, which the tool conditioned it on. */
   derived?: boolean;
+  /** The refused tool's argument that names the version of `path`, for the next call (default expected_etag; move_file's destination: destination_etag). */
+  etagArgument?: string;
 }
 
 /** The diff a refusal links (`/_casket/diff?...&from=&to=`), fetched for the model. */
@@ -71,8 +73,9 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
     : // Stryker disable next-line StringLiteral: only the sentences of a current version say `at`, and every refusal with a current version carries its LastModified (s3/refusal-error.ts; changedSince's from the HEAD's Last-Modified)
       '';
   const reread = `read_text_file {"path": "${where}"} (the whole file: no head, tail, offset or limit)`;
+  const etagArgument = ctx.etagArgument ?? 'expected_etag';
   const retry = current
-    ? `, then ${ctx.tool} again with "expected_etag": "${current.replace(/"/g, '\\"')}"`
+    ? `, then ${ctx.tool} again with "${etagArgument}": "${current.replace(/"/g, '\\"')}"`
     : // Stryker disable next-line StringLiteral: the refusals that say `retry` name a current version: a partial-read or not-read refusal always does (the guard's explain refuses a write over a deleted file as stale-read or NoSuchKey), and the others test `current` first
       `, then ${ctx.tool} again`;
   let text: string;
@@ -92,7 +95,7 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
         next =
           ctx.tool === 'apply_patch'
             ? `${reread}, then apply_patch with a patch of its current content (not of /dev/null) to change it`
-            : `${reread}, then ${ctx.tool === 'write_files' ? 'write_files' : 'write_file'} with "expected_etag": ${JSON.stringify(current)} to replace it`;
+            : `${reread}, then ${ctx.tool} with "${etagArgument}": ${JSON.stringify(current)} to replace it`;
         break;
       }
       // A line-based three-way merge (changes/merge.ts, as diff3 and git) refuses

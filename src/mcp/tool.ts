@@ -50,10 +50,13 @@ export async function guarded(shared: SharedEnv, extra: HandlerExtra, run: (env:
   }
 }
 
-/** `derived`: the call named no version, the tool conditioned it on the agent's last read (write_file's derivedCondition). */
-export function refused(env: ToolEnv, tool: string, path: ObjectPath, failure: S3Failure, base?: string, derived = false): Promise<CallToolResult> {
+/**
+ * `derived`: the call named no version, the tool conditioned it on the agent's last read (write_file's derivedCondition).
+ * `etagArgument`: the tool's argument that names the version of `path` (move_file's destination: destination_etag).
+ */
+export function refused(env: ToolEnv, tool: string, path: ObjectPath, failure: S3Failure, base?: string, derived = false, etagArgument = 'expected_etag'): Promise<CallToolResult> {
   // Stryker disable next-line ConditionalExpression: { base: undefined } reads as no base: refusals.ts uses ctx.base only as a value (LastReadETag ?? ctx.base)
-  return refusal({ door: env.door, caller: env.caller, tool, path, ...(base !== undefined && { base }), derived }, failure);
+  return refusal({ door: env.door, caller: env.caller, tool, path, ...(base !== undefined && { base }), derived, etagArgument }, failure);
 }
 
 export function tooLarge(what: string, bytes: number, max: number): CallToolResult {

@@ -84,10 +84,25 @@ describe('move_file', () => {
     expect(await stored('src.txt')).toBe('src\n');
     expect(await stored('dst.txt')).toBe('dst changed\n');
     const now = await readEtag('dst.txt');
+    // The next call names the destination's version by the argument that takes it, not the source's expected_etag.
+    expect(missing(r, [`then move_file again with "destination_etag": ${JSON.stringify(now)}`])).toEqual([]);
     const moved = await call(ann, 'move_file', { source: `${bucket}/src.txt`, destination: `${bucket}/dst.txt`, expected_etag: src, destination_etag: now });
     expect(moved.isError, text(moved)).toBeFalsy();
     expect(await stored('dst.txt')).toBe('src\n');
     expect(await stored('src.txt')).toBeUndefined();
+  });
+
+  it('onto a destination that exists, named by no destination_etag: refused as taken, and the next call is move_file with its version as destination_etag', async () => {
+    await put('from.txt', 'from\n');
+    await put('taken.txt', 'taken\n');
+    const from = await readEtag('from.txt');
+    const taken = await readEtag('taken.txt');
+    const r = await call(ann, 'move_file', { source: `${bucket}/from.txt`, destination: `${bucket}/taken.txt`, expected_etag: from });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ path: `${bucket}/taken.txt`, current_etag: taken, written: false });
+    expect(missing(r, [`${bucket}/taken.txt already exists`, `then move_file with "destination_etag": ${JSON.stringify(taken)} to replace it`])).toEqual([]);
+    expect(await stored('taken.txt')).toBe('taken\n');
+    expect(await stored('from.txt')).toBe('from\n');
   });
 
   it('a source changed since the version named is refused on the source, with its change; nothing moves', async () => {

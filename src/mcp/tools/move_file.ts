@@ -63,7 +63,7 @@ export const register: RegisterTool = (server, shared) => {
         if (copy.failure) {
           // A failed source condition is the source's change; anything else is the destination's.
           const onSource = copy.failure.fields.Condition?.startsWith('x-amz-copy-source') || copy.failure.code === 'NoSuchKey';
-          if (!onSource) return refused(env, 'move_file', to, copy.failure, target['if-match']);
+          if (!onSource) return refused(env, 'move_file', to, copy.failure, target['if-match'], false, 'destination_etag');
           return refused(env, 'move_file', from, copy.failure.code === 'NoSuchKey' ? copy.failure : await changedSince(env, from, version), version);
         }
         const removed = await env.door.s3(env.caller, { method: 'DELETE', bucket: from.bucket, key: from.key, headers: { 'if-match': version } });
