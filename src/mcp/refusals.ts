@@ -147,7 +147,11 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       text = `Refused: ${f.code}: ${sentence(f.message)} Nothing was written.`;
   }
   if (identical) {
-    text += ` The current content is byte-for-byte what you sent: if that was your own earlier call, it landed; if not, ${writer ? `agent "${writer}"` : writerKey ? `access key "${writerKey}"` : 'someone else'} made the same change, and yours would be a second one.`;
+    const who = writer ? `agent "${writer}"` : writerKey ? `access key "${writerKey}"` : 'someone else';
+    // A delete's "same change" is a file already gone: there is no content to compare.
+    text += current
+      ? ` The current content is byte-for-byte what you sent: if that was your own earlier call, it landed; if not, ${who} made the same change, and yours would be a second one.`
+      : ` The file is already deleted: if that was your own earlier call, it landed; if not, ${who} deleted it, and yours would be a second one.`;
   }
   const diff = current ? await linkedDiff(ctx, f.fields.Diff, lastRead, current).catch(() => undefined) : undefined;
   if (next) text += `\nNext: ${next}.`;

@@ -6,12 +6,12 @@
  * to delete); a person's key deletes as a plain S3 DeleteObject, naming no
  * version.
  */
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytes, sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
-import { contentFirst, missing, structuredOnly } from '../helpers/model-view.js';
+import { contentFirst, missing, structuredOnly, viewsOf } from '../helpers/model-view.js';
 
 const bucket = 'deletes';
 let casket: McpCasket;
@@ -85,6 +85,17 @@ describe('delete_file', () => {
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ error: 'no-such-key', written: false });
     expect(missing(r, [`${bucket}/none.txt does not exist`, '"create_only": true', 'Nothing was written'])).toEqual([]);
+  });
+
+  it('an agent deleting a file someone deleted since it read it is told the file is already deleted, not that its content matches', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'gone.txt', Body: 'gone\n' }));
+    expect((await call(ann, 'read_text_file', { path: `${bucket}/gone.txt` })).isError).toBeFalsy();
+    await admin.send(new DeleteObjectCommand({ Bucket: bucket, Key: 'gone.txt' }));
+    const r = await call(ann, 'delete_file', { path: `${bucket}/gone.txt` });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ identical: true, written: false });
+    expect(missing(r, ['The file is already deleted: if that was your own earlier call, it landed'])).toEqual([]);
+    for (const view of Object.values(viewsOf(r))) expect(view.text).not.toContain('byte-for-byte');
   });
 
   it("a person's key deletes as S3 does, unconditionally, naming no version", async () => {
