@@ -16,9 +16,11 @@ const TESTS: Record<string, string[]> = {
   // lower bound.
   console: [
     'test/console/authorize-pages.test.ts',
+    'test/console/connected-clients-scope.test.ts',
     'test/console/login-brake.test.ts',
     'test/console/login-log.test.ts',
     'test/console/object-versions.test.ts',
+    'test/console/object-view.test.ts',
     'test/console/routes.test.ts',
     'test/console/session.test.ts',
     'test/console/views.test.ts',
