@@ -18,11 +18,13 @@ const TESTS: Record<string, string[]> = {
     'test/console/authorize-pages.test.ts',
     'test/console/connected-clients-scope.test.ts',
     'test/console/login-brake.test.ts',
+    'test/console/login-form.test.ts',
     'test/console/login-log.test.ts',
     'test/console/object-versions.test.ts',
     'test/console/object-view.test.ts',
     'test/console/routes.test.ts',
     'test/console/session.test.ts',
+    'test/console/store-outage.test.ts',
     'test/console/views.test.ts',
   ],
   rollback: [

@@ -154,7 +154,6 @@ export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env
   });
   app.post(`${CONSOLE_PATH}/logout`, async (c) => {
     if (!sameOrigin(c.req.header('origin'), c.req.header('host'))) return c.json({ error: 'AccessDenied', message: 'Log out from the console page.' }, 403);
-    c.header('set-cookie', clearedCookie(options.secure));
     const ending = verifiedSession(options.lookup(), sessionFromCookies(c.req.header('cookie')));
     if (ending) {
       try {
@@ -167,6 +166,8 @@ export function consoleApp(deps: ConsoleDeps, options: ConsoleOptions): Hono<Env
       options.log.info({ accessKey: ending.credential.accessKeyId }, 'console logout');
       options.onLogout?.();
     }
+    // Only now: a logout the store did not record (503 above) keeps the cookie, so that trying again can still end it.
+    c.header('set-cookie', clearedCookie(options.secure));
     return c.redirect(`${CONSOLE_PATH}/login`, 303);
   });
   app.get(`${CONSOLE_PATH}/assets/:name`, (c) => {
