@@ -69,9 +69,33 @@ describe('console object view', () => {
     for (const v of gone.versions) expect(v.at).toMatch(ISO);
   });
 
-  it('answers a key nobody wrote with no current version and no writes', async () => {
+  it('answers a key nobody wrote with no current version and no writes, and a bucket that does not exist with nothing held', async () => {
     const view = await objectView('never.txt');
     expect(view.current).toBeNull();
     expect(view.versions).toEqual([]);
+    const res = await fetch(`${c.url}/_casket/console/api/object?${new URLSearchParams({ bucket: 'no-such-bucket', key: 'k' })}`, { headers: { cookie } });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toMatchObject({ bucket: 'no-such-bucket', key: 'k', current: null, versions: [], held: [] });
+  });
+
+  it('names, as the agent view does, the event from which the page replays refusals', async () => {
+    const res = await fetch(`${c.url}/_casket/console/api/agents/alice`, { headers: { cookie } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { refusalsFrom?: string }).refusalsFrom).toBe('0');
+  });
+
+  it('offers no diff of any version when casket retains none (--retain-max-size 0)', async () => {
+    const none = await startInProcess({ agents: ['alice'], flags: { retainMaxSize: '0' } });
+    try {
+      const s3 = sdk(none.url, none.agents.alice!, { agentHeader: 'alice' });
+      await sdk(none.url, none.admin).send(new CreateBucketCommand({ Bucket: 'objects' }));
+      await s3.send(new PutObjectCommand({ Bucket: 'objects', Key: 'n.txt', Body: 'one\n', IfNoneMatch: '*' }));
+      s3.destroy();
+      const res = await fetch(`${none.url}/_casket/console/api/object?${new URLSearchParams({ bucket: 'objects', key: 'n.txt' })}`, { headers: { cookie: await consoleLogin(none.url, none.admin) } });
+      expect(res.status).toBe(200);
+      expect(((await res.json()) as ObjectView).versions.map((v) => [v.outcome, v.retained])).toEqual([['write', false]]);
+    } finally {
+      await none.stop();
+    }
   });
 });
