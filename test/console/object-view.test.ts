@@ -76,6 +76,10 @@ describe('console object view', () => {
     const res = await fetch(`${c.url}/_casket/console/api/object?${new URLSearchParams({ bucket: 'no-such-bucket', key: 'k' })}`, { headers: { cookie } });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ bucket: 'no-such-bucket', key: 'k', current: null, versions: [], held: [] });
+    // Asked for no key at all: the empty key of the empty bucket, which holds nothing.
+    const bare = await fetch(`${c.url}/_casket/console/api/object`, { headers: { cookie } });
+    expect(bare.status).toBe(200);
+    expect(await bare.json()).toMatchObject({ bucket: '', key: '', current: null, versions: [], held: [] });
   });
 
   it('names, as the agent view does, the event from which the page replays refusals', async () => {
