@@ -15,6 +15,7 @@ const TESTS: Record<string, string[]> = {
   // assertions are in routes, views and authorize-pages; the score is a
   // lower bound.
   console: [
+    'test/console/agents-view.test.ts',
     'test/console/authorize-pages.test.ts',
     'test/console/connected-clients-scope.test.ts',
     'test/console/console-log.test.ts',

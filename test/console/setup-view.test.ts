@@ -67,4 +67,17 @@ describe('console setup view, in front of an upstream', () => {
     expect(view.metrics.bytesSent.total).toBeGreaterThanOrEqual('readable\n'.length);
     expect(view.metrics.bytesSent.by).toBeUndefined();
   });
+
+  it('answers while the upstream cannot be reached: no capabilities, and readiness says why', async () => {
+    const down = await startInProcess({ flags: { upstream: 'http://127.0.0.1:9', upstreamAccessKey: 'AKDOWN', upstreamSecretKey: 'down-secret' } });
+    try {
+      const res = await fetch(`${down.url}/_casket/console/api/setup`, { headers: { cookie: await consoleLogin(down.url, down.admin) } });
+      expect(res.status).toBe(200);
+      const view = (await res.json()) as Setup & { readiness: { status: string } };
+      expect(view.capabilities).toBeNull();
+      expect(view.readiness).toMatchObject({ status: 'unavailable', checks: { backend: { ok: false, error: 'ECONNREFUSED' } } });
+    } finally {
+      await down.stop();
+    }
+  });
 });
