@@ -26,6 +26,7 @@ const TESTS: Record<string, string[]> = {
     'test/console/logout.test.ts',
     'test/console/object-versions.test.ts',
     'test/console/object-view.test.ts',
+    'test/console/route-table.test.ts',
     'test/console/routes.test.ts',
     'test/console/session.test.ts',
     'test/console/setup-view.test.ts',

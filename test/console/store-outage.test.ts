@@ -18,7 +18,7 @@ describe.runIf(need('redis-server', hasRedis()))('the console during a state sto
 
   beforeAll(async () => {
     redis = await startRedis();
-    c = await startInProcess({ flags: { state: 'redis', redisUrl: redis.url } });
+    c = await startInProcess({ flags: { state: 'redis', redisUrl: redis.url, logLevel: 'error' } });
   });
   afterAll(async () => {
     await c?.stop();
@@ -44,6 +44,9 @@ describe.runIf(need('redis-server', hasRedis()))('the console during a state sto
     // The browser keeps its cookie, so that "Try again" can still end this session.
     expect(notRecorded.setCookie).toBeNull();
     expect(JSON.parse(notRecorded.body)).toEqual({ error: 'ServiceUnavailable', message: 'The logout could not be recorded in the state store; the session may still hold elsewhere. Try again.' });
+    // The operator's log says whose logout was not recorded.
+    const lines = c.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.msg === 'console logout not recorded');
+    expect(lines).toEqual([expect.objectContaining({ level: 50, accessKey: c.admin.accessKeyId, err: expect.anything() })]);
 
     await redis.start();
     await storeBack(cookie);
