@@ -15,12 +15,22 @@ const TESTS: Record<string, string[]> = {
   // assertions are in routes, views and authorize-pages; the score is a
   // lower bound.
   console: [
+    'test/console/agents-view.test.ts',
     'test/console/authorize-pages.test.ts',
+    'test/console/connected-clients-scope.test.ts',
+    'test/console/console-log.test.ts',
+    'test/console/diff-view.test.ts',
     'test/console/login-brake.test.ts',
+    'test/console/login-form.test.ts',
     'test/console/login-log.test.ts',
+    'test/console/logout.test.ts',
     'test/console/object-versions.test.ts',
+    'test/console/object-view.test.ts',
+    'test/console/route-table.test.ts',
     'test/console/routes.test.ts',
     'test/console/session.test.ts',
+    'test/console/setup-view.test.ts',
+    'test/console/store-outage.test.ts',
     'test/console/views.test.ts',
   ],
   rollback: [
