@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { call, httpClient, mintToken, text } from '../helpers/mcp.js';
-import { content, postRollback } from './helpers.js';
+import { content, postRollback, writingBeforeCommit } from './helpers.js';
 
 const [one, two] = ['cs-one', 'cs-two'];
 let c: InProcessCasket;
@@ -68,22 +68,12 @@ describe('rollback of a changeset over two buckets', () => {
     const id = await aliceWritesFiles([`${one}/both.md`, `${two}/both.md`]);
     const alices = { one: (await content(admin, one, 'both.md'))!.etag, two: (await content(admin, two, 'both.md'))!.etag };
     // Asked for the last planned file's old bytes (the plan has judged the first): the person writes cs-two's both.md.
-    const retainer = c.casket.services.retainer!;
-    const get = retainer.get.bind(retainer);
-    let stepped = false;
-    retainer.get = async (version) => {
-      if (!stepped && version.bucket === two) {
-        stepped = true;
-        await person.send(new PutObjectCommand({ Bucket: two, Key: 'both.md', Body: "the person's" }));
-      }
-      return get(version);
-    };
-    let answer;
-    try {
-      answer = await postRollback(c, { changeset: id });
-    } finally {
-      retainer.get = get;
-    }
+    const { answer, stepped } = await writingBeforeCommit(
+      c,
+      (version) => version.bucket === two,
+      () => person.send(new PutObjectCommand({ Bucket: two, Key: 'both.md', Body: "the person's" })),
+      () => postRollback(c, { changeset: id }),
+    );
     expect(stepped).toBe(true);
     expect(answer.restored).toEqual([]);
     const persons = (await content(admin, two, 'both.md'))!.etag;

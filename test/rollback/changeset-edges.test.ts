@@ -17,7 +17,7 @@ import { sdk } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { raw } from '../helpers/raw.js';
 import { S3Error } from '../../src/vocabulary/errors.js';
-import { content, keysOf, postRollback } from './helpers.js';
+import { content, keysOf, postRollback, writingBeforeCommit } from './helpers.js';
 
 const bucket = 'unit-edges';
 let c: InProcessCasket;
@@ -104,22 +104,14 @@ describe('casket rollback --changeset, at its edges', () => {
   it('writes between the plan and the commit to keys past the first: each refused key reported with its own versions, read as nobody', async () => {
     const { id, alices } = await aliceChangeset('between', ['a', 'b', 'c']);
     // Asked for c's old bytes (the plan has judged a and b): the person writes b, then c.
-    const retainer = c.casket.services.retainer!;
-    const get = retainer.get.bind(retainer);
-    let stepped = false;
-    retainer.get = async (version) => {
-      if (!stepped && version.key === 'between/c') {
-        stepped = true;
+    const { answer, stepped } = await writingBeforeCommit(
+      c,
+      (version) => version.key === 'between/c',
+      async () => {
         for (const n of ['b', 'c']) await person.send(new PutObjectCommand({ Bucket: bucket, Key: `between/${n}`, Body: `the person's ${n}` }));
-      }
-      return get(version);
-    };
-    let answer;
-    try {
-      answer = await postRollback(c, { changeset: id });
-    } finally {
-      retainer.get = get;
-    }
+      },
+      () => postRollback(c, { changeset: id }),
+    );
     expect(stepped).toBe(true);
     expect(answer.restored).toEqual([]);
     const persons = { b: (await content(admin, bucket, 'between/b'))!.etag, c: (await content(admin, bucket, 'between/c'))!.etag };

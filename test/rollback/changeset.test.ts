@@ -15,7 +15,7 @@ import { commit } from '../helpers/changeset.js';
 import { sdk } from '../helpers/clients.js';
 import { startInProcess, type InProcessCasket } from '../helpers/in-process.js';
 import { raw, sha256hex } from '../helpers/raw.js';
-import { cliRollback, content, keysOf } from './helpers.js';
+import { cliRollback, content, keysOf, writingBeforeCommit } from './helpers.js';
 
 const bucket = 'units';
 let c: InProcessCasket;
@@ -84,26 +84,17 @@ describe('casket rollback --changeset', () => {
   it('a write between the plan and the restore: the restore is refused whole, nothing put back', async () => {
     const id = await aliceChangeset('between');
     // Asked for b's old bytes (the plan has judged a already): the person writes a.
-    const retainer = c.casket.services.retainer!;
-    const get = retainer.get.bind(retainer);
-    let stepped = false;
-    retainer.get = async (version) => {
-      if (!stepped && version.key === 'between/b.txt') {
-        stepped = true;
-        await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'between/a.txt', Body: "the person's a" }));
-      }
-      return get(version);
-    };
-    try {
-      const res = await raw(c.url, c.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ changeset: id }) });
-      expect(res.status, res.body).toBe(200);
-      const answer = JSON.parse(res.body) as { restored: unknown[]; conflicts: Array<{ key: string; currentWriter?: string }> };
-      expect(stepped).toBe(true);
-      expect(answer.restored).toEqual([]);
-      expect(answer.conflicts.map((x) => x.key)).toEqual(['between/a.txt']);
-    } finally {
-      retainer.get = get;
-    }
+    const { answer: res, stepped } = await writingBeforeCommit(
+      c,
+      (version) => version.key === 'between/b.txt',
+      () => person.send(new PutObjectCommand({ Bucket: bucket, Key: 'between/a.txt', Body: "the person's a" })),
+      () => raw(c.url, c.admin, { method: 'POST', path: '/_casket/rollback', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ changeset: id }) }),
+    );
+    expect(res.status, res.body).toBe(200);
+    const answer = JSON.parse(res.body) as { restored: unknown[]; conflicts: Array<{ key: string; currentWriter?: string }> };
+    expect(stepped).toBe(true);
+    expect(answer.restored).toEqual([]);
+    expect(answer.conflicts.map((x) => x.key)).toEqual(['between/a.txt']);
     expect([await text('between/a.txt'), await text('between/b.txt'), await text('between/c.txt')]).toEqual(["the person's a", 'b1', 'c1']);
   });
 

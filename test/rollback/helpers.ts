@@ -123,3 +123,30 @@ export async function postRollback(c: Pick<InProcessCasket, 'url' | 'admin'>, re
   if (res.status !== 200) throw new Error(`rollback answered ${res.status}: ${res.body}`);
   return JSON.parse(res.body) as RollbackAnswer;
 }
+
+/**
+ * Runs `rollback` with `write` made once, when the rollback first asks the
+ * retention store for a version `when` picks: the plan has judged the keys
+ * before that one and the commit is still to come, so `write` lands between
+ * the plan and the commit. In-process only (the retention store is this
+ * process's). What the rollback answered, and whether `write` was made.
+ */
+export async function writingBeforeCommit<T>(c: Pick<InProcessCasket, 'casket'>, when: (version: { bucket: string; key: string }) => boolean, write: () => Promise<unknown>, rollback: () => Promise<T>): Promise<{ answer: T; stepped: boolean }> {
+  const retainer = c.casket.services.retainer!;
+  const get = retainer.get.bind(retainer);
+  let stepped = false;
+  retainer.get = async (version) => {
+    if (!stepped && when(version)) {
+      stepped = true;
+      await write();
+    }
+    return get(version);
+  };
+  try {
+    const answer = await rollback();
+    return { answer, stepped };
+  } finally {
+    retainer.get = get;
+  }
+}
+
