@@ -3,7 +3,7 @@
  * optionally tagging every request with the agent header, signed, as the
  * SDK middleware in README "Clients" does) and minio-js.
  */
-import { S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import * as Minio from 'minio';
 import type { Cred } from './casket.js';
 
@@ -57,4 +57,14 @@ export async function failure(p: Promise<unknown>): Promise<{ name: string; stat
     return { name: err.name, status: err.$metadata?.httpStatusCode, error: err };
   }
   throw new Error('expected the call to fail, it succeeded');
+}
+
+/** The object's bytes as UTF-8 text, or undefined when the key does not exist (NoSuchKey). */
+export async function storedText(s3: S3Client, bucket: string, key: string): Promise<string | undefined> {
+  try {
+    return (await bytes((await s3.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body)).toString();
+  } catch (e) {
+    if ((e as { name?: string }).name === 'NoSuchKey') return undefined;
+    throw e;
+  }
 }

@@ -11,7 +11,7 @@
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytes, sdk } from '../helpers/clients.js';
+import { bytes, sdk, storedText } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
 import { missing } from '../helpers/model-view.js';
 
@@ -36,14 +36,7 @@ afterAll(async () => {
 });
 
 const put = (key: string, body: string) => admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
-const stored = async (key: string) => {
-  try {
-    return (await bytes((await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body)).toString();
-  } catch (e) {
-    if ((e as { name?: string }).name === 'NoSuchKey') return undefined;
-    throw e;
-  }
-};
+const stored = (key: string) => storedText(admin, bucket, key);
 const readWhole = (client: Client, key: string) => call(client, 'read_text_file', { path: `${bucket}/${key}` });
 
 describe('apply_patch', () => {

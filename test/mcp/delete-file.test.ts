@@ -6,10 +6,10 @@
  * to delete); a person's key deletes as a plain S3 DeleteObject, naming no
  * version.
  */
-import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytes, sdk } from '../helpers/clients.js';
+import { sdk, storedText } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
 import { contentFirst, missing, structuredOnly, viewsOf } from '../helpers/model-view.js';
 
@@ -33,14 +33,7 @@ afterAll(async () => {
   await casket?.stop();
 });
 
-async function stored(key: string): Promise<string | undefined> {
-  try {
-    return (await bytes((await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body)).toString();
-  } catch (e) {
-    if ((e as { name?: string }).name === 'NoSuchKey') return undefined;
-    throw e;
-  }
-}
+const stored = (key: string) => storedText(admin, bucket, key);
 
 describe('delete_file', () => {
   it('an agent deletes the version it read whole, and the answer names that version', async () => {

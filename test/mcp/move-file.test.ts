@@ -6,10 +6,10 @@
  * since, is refused on the source, a destination taken or changed is refused
  * on the destination — each with the path it is about and the next call.
  */
-import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bytes, sdk } from '../helpers/clients.js';
+import { sdk, storedText } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
 import { contentFirst, missing } from '../helpers/model-view.js';
 
@@ -37,14 +37,7 @@ afterAll(async () => {
   await casket?.stop();
 });
 
-async function stored(key: string): Promise<string | undefined> {
-  try {
-    return (await bytes((await admin.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body)).toString();
-  } catch (e) {
-    if ((e as { name?: string }).name === 'NoSuchKey') return undefined;
-    throw e;
-  }
-}
+const stored = (key: string) => storedText(admin, bucket, key);
 const put = (key: string, body: string) => admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
 const readEtag = async (key: string) => String(data(await call(ann, 'read_text_file', { path: `${bucket}/${key}` })).etag);
 
