@@ -73,3 +73,8 @@ export function missing(r: CallToolResult, needs: readonly Need[], media: readon
   }
   return out;
 }
+
+/** The views of `r` whose text shows `s` (as `missing` reads them); [] when no view a model may get shows it. */
+export function showing(r: CallToolResult, s: string): string[] {
+  return Object.entries(viewsOf(r)).filter(([, view]) => shows(view, s)).map(([name]) => name);
+}

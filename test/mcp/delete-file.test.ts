@@ -11,7 +11,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk, storedText } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
-import { contentFirst, missing, structuredOnly, viewsOf } from '../helpers/model-view.js';
+import { contentFirst, missing, showing, structuredOnly } from '../helpers/model-view.js';
 
 const bucket = 'deletes';
 let casket: McpCasket;
@@ -88,7 +88,7 @@ describe('delete_file', () => {
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ identical: true, written: false });
     expect(missing(r, ['The file is already deleted: if that was your own earlier call, it landed'])).toEqual([]);
-    for (const view of Object.values(viewsOf(r))) expect(view.text).not.toContain('byte-for-byte');
+    expect(showing(r, 'byte-for-byte')).toEqual([]);
   });
 
   it("a person's key deletes as S3 does, unconditionally, naming no version", async () => {

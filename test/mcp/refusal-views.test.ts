@@ -16,7 +16,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket, type ToolResult } from '../helpers/mcp.js';
-import { missing, type Need } from '../helpers/model-view.js';
+import { missing, showing, type Need } from '../helpers/model-view.js';
 
 const bucket = 'refusals';
 /**
@@ -79,7 +79,7 @@ describe('a refusal of the guard\'s agent rules, as the model sees it', () => {
     seen(r, [`Refused: you read only part of ${bucket}/partial.md (version ${etag}). A partial read does not entitle a write. Nothing was written.`, `Next: ${next}.`]);
     expect(data(r)).toMatchObject({ error: 'partial-read', current_etag: etag, your_version: etag, next, written: false });
     expect(data(r).diff).toBeUndefined();
-    expect(text(r)).not.toContain('What changed');
+    expect(showing(r, 'What changed')).toEqual([]);
   });
 
   it('a file never read: it exists, written by whom and when, and the whole read comes first', async () => {
@@ -185,7 +185,7 @@ describe('content that is already there', () => {
     const byPerson = await call(bob, 'write_file', { path, content: 'v3\n', expected_etag: first });
     seen(byPerson, [`if not, access key "${person.accessKeyId}" made the same change, and yours would be a second one.`]);
     expect(data(byPerson)).toMatchObject({ identical: true, last_writer_access_key: person.accessKeyId, written: false });
-    expect(text(byPerson)).not.toContain('undefined');
+    expect(showing(byPerson, 'undefined')).toEqual([]);
   });
 });
 
