@@ -107,11 +107,6 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
         return { status: err.status, headers: {}, failure: { status: err.status, code: err.code, message: err.message, fields: {} } };
       }
       const client = {
-        // A Host without a dot: s3/addressing.ts reads a bucket from the Host only when it ends in "." + --domain,
-        // so the tool's bucket is the one its path names under any --domain (a Host of "casket.mcp" was bucket
-        // "casket" under --domain mcp).
-        // Stryker disable next-line StringLiteral: an empty Host is path-style too, for the same reason
-        host: 'casket-mcp',
         userAgent: 'casket-mcp',
         // Stryker disable next-line ConditionalExpression: `agent: undefined` sends no agent header, as no agent does (s3/in-process.ts tests client.agent against undefined)
         ...(caller.agent !== undefined && { agent: caller.agent }),

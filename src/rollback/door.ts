@@ -39,8 +39,7 @@ export function openRollbackDoor(services: Services, options: HandleOptions, adm
   // Bound to the rollback's agent name: resolveAgent (guard/identity.ts) takes it as the request's agent.
   const credential: Credential = { ...admin, agent: actingAs };
   return async (call, read) => {
-    // A Host with no dot: never read as a virtual-hosted bucket under any --domain (s3/addressing.ts); the call is path style.
-    const outcome = await callInProcess(services, options, credential, { host: 'casket-rollback', userAgent: 'casket-rollback' }, call);
+    const outcome = await callInProcess(services, options, credential, { userAgent: 'casket-rollback' }, call);
     const res = outcome.response;
     if (outcome.error) {
       if (res.body instanceof Readable) res.body.destroy();

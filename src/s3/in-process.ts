@@ -17,9 +17,8 @@ import type { Services } from './context.js';
 import { handleS3, type HandleOptions, type Outcome } from './handle.js';
 
 
-/** Who the request comes from, as its headers say: the Host and User-Agent it names (a User-Agent, so ETags come back in their plain form: s3/handle.ts suffixes them for clients without one), and the agent it acts for. */
+/** Who the request comes from, as its headers say: the User-Agent it names (so ETags come back in their plain form: s3/handle.ts suffixes them for clients without one), and the agent it acts for. */
 export interface InProcessClient {
-  host: string;
   userAgent: string;
   agent?: string;
 }
@@ -28,6 +27,14 @@ function encodeKey(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
+/**
+ * The Host of every in-process request. The call names its bucket in the path
+ * (path style); a Host with no dot never ends in "." + --domain, so
+ * s3/addressing.ts never reads a bucket from it whatever the domain (a Host
+ * of "casket.mcp" was bucket "casket" under --domain mcp).
+ */
+const HOST = 'casket-in-process';
+
 /** The SHA-256 of no bytes: most calls (reads, HEADs, deletes) have no body, and need not hash it each time. */
 const EMPTY_SHA256 = createHash('sha256').digest('hex');
 
@@ -35,7 +42,7 @@ const EMPTY_SHA256 = createHash('sha256').digest('hex');
 export async function callInProcess(services: Services, options: HandleOptions, credential: Credential, client: InProcessClient, call: S3Call): Promise<Outcome> {
   const body = call.body ?? Buffer.alloc(0);
   const sha256 = call.body ? createHash('sha256').update(body).digest('hex') : EMPTY_SHA256;
-  const headers: Record<string, string> = { host: client.host, 'user-agent': client.userAgent, 'x-amz-content-sha256': sha256, ...call.headers };
+  const headers: Record<string, string> = { host: HOST, 'user-agent': client.userAgent, 'x-amz-content-sha256': sha256, ...call.headers };
   if (call.body) headers['content-length'] = String(body.length);
   // The agent the caller acts for: resolveAgent (guard/identity.ts) refuses a key bound to another.
   if (client.agent !== undefined) headers[options.agentHeader] = client.agent;
