@@ -16,9 +16,10 @@ import { changedSinceReadShape } from './changed-since-read.js';
 
 /** What refusals.ts and results.ts's toolError put in structuredContent; the same words are in the text. */
 const refusalShape = {
-  error: z.string().optional().describe('present only on a refusal: why (precondition-failed, stale-read, partial-read, not-read, no-such-key, invalid-argument, …)'),
+  error: z.string().optional().describe("present only on a refusal: why, in casket's words (precondition-failed, stale-read, partial-read, not-read, no-such-key, invalid-argument, …) or else S3's error code (NoSuchBucket, AccessDenied, …)"),
   message: z.string().optional().describe('the refusal as the text says it, with the next call'),
   path: z.string().optional().describe('the file refused'),
+  bucket: z.string().optional().describe('the bucket that does not exist, when a call naming several files is refused for it'),
   current_etag: z.string().optional().describe('the version the file is now'),
   last_writer: z.string().optional().describe('who wrote the current version'),
   last_writer_access_key: z.string().optional().describe("the access key of a person who wrote the current version (never a secret)"),

@@ -39,6 +39,11 @@ async function linkedDiff(ctx: RefusalContext, link: string | undefined, from: s
   return ctx.door.diff(ctx.caller, ctx.path.bucket, ctx.path.key, from.replace(/"/g, ''), to.replace(/"/g, ''));
 }
 
+/** A write to a bucket that does not exist: the bucket named, since a changeset may span several. */
+function noSuchBucket(bucket: string): { text: string; next: string } {
+  return { text: `Refused: there is no bucket "${bucket}". Nothing was written.`, next: 'list_directory on a bucket that exists (paths are bucket/key)' };
+}
+
 /** An S3 error's message as a sentence: AWS words AccessDenied without a full stop ("... because no policy allows the action"). */
 function sentence(message: string): string {
   return /[.!?]$/.test(message) ? message : `${message}.`;
@@ -57,7 +62,9 @@ function since(ctx: RefusalContext, lastReadETag: string | undefined): string {
 
 export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallToolResult> {
   const where = showPath(ctx.path);
-  const reason = f.fields.Reason ?? f.code;
+  // A missing file is `no-such-key` (the x-casket-reason word, docs/reference.md) however it was found:
+  // refused by the guard, which names its Reason, or answered NoSuchKey by a read (move_file's source).
+  const reason = f.fields.Reason ?? (f.code === 'NoSuchKey' ? 'no-such-key' : f.code);
   const current = f.fields.CurrentETag;
   // A refusal built from a HEAD (edit_file's changedSince) knows the agent only: the write log knows the person's key too.
   const logged = !f.fields.LastWriter && !f.fields.LastWriterAccessKey && current ? await ctx.door.writerOf(ctx.path.bucket, ctx.path.key, current).catch(() => ({}) as { agent?: string; accessKey?: string }) : {};
@@ -132,13 +139,11 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
           `write_file {"path": "${where}", "content": …, "create_only": true}`;
       break;
     case 'no-such-key':
-    case 'NoSuchKey':
       text = `Refused: ${where} does not exist. Nothing was written.`;
       next = `write_file {"path": "${where}", "content": …, "create_only": true} to create it, or list_directory {"path": "${ctx.path.bucket}/"} to find the file`;
       break;
     case 'NoSuchBucket':
-      text = `Refused: there is no bucket "${ctx.path.bucket}". Nothing was written.`;
-      next = 'list_directory on a bucket that exists (paths are bucket/key)';
+      ({ text, next } = noSuchBucket(ctx.path.bucket));
       break;
     case 'AccessDenied':
       text = `Refused: your credential may not do this on ${where}: ${sentence(f.message)} Nothing was written.`;
@@ -183,5 +188,10 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
  */
 export function changesetUnfinished(answer: { failure: S3Failure } | { landing: S3Failure }): CallToolResult {
   if ('landing' in answer) return toolError(`Not finished yet: ${sentence(answer.landing.message)} Do not send it again: read the files to see them landed.`, { error: answer.landing.code, written: true });
+  const bucket = answer.failure.code === 'NoSuchBucket' ? answer.failure.fields.BucketName : undefined;
+  if (bucket !== undefined) {
+    const { text, next } = noSuchBucket(bucket);
+    return toolError(`${text}\nNext: ${next}.`, { error: answer.failure.code, bucket, next, written: false });
+  }
   return toolError(`Refused: ${sentence(answer.failure.message)} Nothing was written.`, { error: answer.failure.code, written: false });
 }

@@ -209,10 +209,12 @@ describe('the S3 refusals, in the tool\'s own terms', () => {
     expect(data(r)).toMatchObject({ error: 'no-such-key', next, written: false });
   });
 
-  it('a changeset the door could not start: why, and that nothing was written', async () => {
-    const r = await call(alice, 'write_files', { files: [{ path: 'no-such-bucket/x.md', content: 'x\n', create_only: true }] });
-    seen(r, ['Refused: The specified bucket does not exist. Nothing was written.']);
-    expect(data(r)).toMatchObject({ error: 'NoSuchBucket', written: false });
+  it('a changeset the door could not start: which bucket does not exist, that nothing was written, and what to call', async () => {
+    const r = await call(alice, 'write_files', { files: [{ path: `${bucket}/before-missing.md`, content: 'x\n', create_only: true }, { path: 'no-such-bucket/x.md', content: 'x\n', create_only: true }] });
+    const next = 'list_directory on a bucket that exists (paths are bucket/key)';
+    seen(r, ['Refused: there is no bucket "no-such-bucket". Nothing was written.', `Next: ${next}.`]);
+    expect(data(r)).toMatchObject({ error: 'NoSuchBucket', bucket: 'no-such-bucket', next, written: false });
+    expect((await call(alice, 'get_file_info', { path: `${bucket}/before-missing.md` })).isError).toBe(true);
   });
 
   it('a write the key\'s policy denies: the refusal and nothing to call next', async () => {
