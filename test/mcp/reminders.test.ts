@@ -3,14 +3,16 @@
  * src/mcp/reminders.ts; test/helpers/model-view.ts): a long change's diff is
  * cut to 40 lines and 4 KiB, on a line (or character) boundary, says so in
  * both views and points to what_changed for the rest; a diff that fits is
- * whole; a file deleted since it was read says so, and how to make it again.
+ * whole; a file deleted since it was read says so, and how to make it again;
+ * a version casket did not keep (--retain-max-size 0) is named, with no diff,
+ * in the reminders and in what_changed.
  */
 import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, type McpCasket, type ToolResult } from '../helpers/mcp.js';
-import { contentFirst, missing } from '../helpers/model-view.js';
+import { contentFirst, missing, showing } from '../helpers/model-view.js';
 import { capDiff } from '../../src/mcp/reminders.js';
 
 interface Reminder {
@@ -112,5 +114,49 @@ describe('changed since you read, as the model sees it', () => {
     expect(missing(r, [`${bucket}/gone.md`, 'write_file with create_only: true'])).toEqual([]);
     expect(contentFirst(r).text).toContain(`- ${bucket}/gone.md was deleted by `);
     expect(contentFirst(r).text).toContain('Diff from the version you read: (none kept)');
+  });
+});
+
+describe('a version casket did not keep, as the model sees it', () => {
+  const bucket = 'unkept';
+  let casket: McpCasket;
+  let admin: S3Client;
+  let ann: Client;
+
+  beforeAll(async () => {
+    // No version is kept for diffs (the flag's "0: none"): the diff from the version read cannot be made.
+    casket = await startMcpCasket({ agents: ['ann'], flags: { retainMaxSize: '0' } });
+    admin = sdk(casket.url, casket.admin);
+    await admin.send(new CreateBucketCommand({ Bucket: bucket }));
+    ann = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'plan.md', Body: 'step one\n' }));
+    await call(ann, 'read_text_file', { path: `${bucket}/plan.md` });
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'plan.md', Body: 'step ONE\n' }));
+  });
+  afterAll(async () => {
+    await ann?.close();
+    admin?.destroy();
+    await casket?.stop();
+  });
+
+  it('the reminder names the change, says no diff was kept, and sends the model to read the file', async () => {
+    const r = await call(ann, 'list_directory', { path: bucket });
+    const [rem] = reminders(r);
+    expect(reminders(r)).toHaveLength(1);
+    expect(rem).toMatchObject({ path: `${bucket}/plan.md`, diff: '', diff_truncated: true, next: `read_text_file {"path": "${bucket}/plan.md"} (casket no longer keeps the version you read, so no diff)` });
+    expect(missing(r, [`${bucket}/plan.md`, 'casket no longer keeps the version you read'])).toEqual([]);
+    expect(contentFirst(r).text).toContain('Diff from the version you read: (none kept)');
+  });
+
+  it('what_changed lists the change with no diff', async () => {
+    const r = await call(ann, 'what_changed', {});
+    expect(r.isError, contentFirst(r).text).toBeFalsy();
+    const changes = data(r).changes as Array<Record<string, unknown>>;
+    expect(changes).toHaveLength(1);
+    expect(changes[0]).toMatchObject({ path: `${bucket}/plan.md` });
+    expect(changes[0]).not.toHaveProperty('diff');
+    expect(missing(r, [`${bucket}/plan.md`])).toEqual([]);
+    expect(contentFirst(r).text).toContain(`${bucket}/plan.md: changed to `);
+    expect(showing(r, 'object Object')).toEqual([]);
   });
 });

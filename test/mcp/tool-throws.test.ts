@@ -3,10 +3,12 @@
  * failing mid-read — is answered as the SDK's McpServer answers a handler
  * that throws (src/mcp/tool-calls.ts): a tool error the model can read,
  * naming the failure, once; its S3 request logged as the wire logs a read cut
- * short (aborted); and casket goes on answering. The disk fails
+ * short (aborted); and casket goes on answering. So is what_changed whose
+ * diff (src/mcp-door.ts diff) fails on the disk: not the change listed as
+ * though casket kept no version to diff (what an S3 error from it means). The disk fails
  * on cue through test/helpers/faults.ts, in a casket in this process.
  */
-import { PutObjectCommand } from '@aws-sdk/client-s3';
+import { PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { tornBody, withReads } from '../helpers/faults.js';
@@ -17,11 +19,13 @@ const bucket = 'torn';
 const stops: Array<() => Promise<void>> = [];
 let casket: InProcessCasket;
 let ann: Client;
+let admin: S3Client;
 
 beforeAll(async () => {
   const made = await inProcessWithBucket(bucket, stops, ['ann'], { logLevel: 'info' });
   casket = made.c;
-  await made.admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'notes.md', Body: 'first bytes, and the rest\n'.repeat(100) }));
+  admin = made.admin;
+  await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'notes.md', Body: 'first bytes, and the rest\n'.repeat(100) }));
   ann = await httpClient(casket, mintToken(casket.agents.ann!), 'ann');
   stops.push(() => ann.close());
 });
@@ -43,4 +47,20 @@ it('a read whose body fails midway is a tool error naming the failure, logged on
   const again = await call(ann, 'read_text_file', { path: `${bucket}/notes.md` });
   expect(again.isError, text(again)).toBeFalsy();
   expect(data(again).read).toBe('full');
+});
+
+it('what_changed whose diff fails on disk is a tool error naming the failure, not the change listed as if no diff were kept', async () => {
+  await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'plan.md', Body: 'step one\n' }));
+  expect(data(await call(ann, 'read_text_file', { path: `${bucket}/plan.md` })).read).toBe('full');
+  await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'plan.md', Body: 'step ONE\n' }));
+  // The diff reads the current version from the backend (the version ann read is kept): that read fails midway.
+  const r = await withReads(casket.casket.services.backend, async (k, v, real) => {
+    const reader = await real(v);
+    return k === 'plan.md' && reader ? { info: reader.info, open: () => tornBody('step ') } : reader;
+  }, () => call(ann, 'what_changed', {}));
+  expect(r).toEqual({ content: [{ type: 'text', text: 'disk failed mid-read' }], isError: true });
+  // The disk back, the same question is answered with the diff.
+  const again = await call(ann, 'what_changed', {});
+  expect(again.isError, text(again)).toBeFalsy();
+  expect(text(again)).toContain('-step one\n+step ONE');
 });
