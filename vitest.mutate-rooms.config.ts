@@ -84,7 +84,9 @@ const TESTS: Record<string, string[]> = {
   ],
   // The unit tests of src/mcp's pure files (text, paths, token, batch,
   // answer-json, results, request-caller), token-check against casket
-  // in-process, deadline (mcpEndpoint itself) and tool-throws (a casket
+  // in-process, mcp-command and stdio-bridge (`casket mcp` and its bridge
+  // called in this process with PassThrough streams, against casket
+  // in-process), deadline (mcpEndpoint itself) and tool-throws (a casket
   // in-process whose disk fails on cue), and the wire tests that start casket
   // with startMcpCasket (test/helpers/mcp.ts), which CASKET_TEST_IN_PROCESS
   // turns in-process.
@@ -109,6 +111,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/endpoint.test.ts',
     'test/mcp/every-request-answered.test.ts',
     'test/mcp/http-tools.test.ts',
+    'test/mcp/mcp-command.test.ts',
     'test/mcp/model-view.test.ts',
     'test/mcp/more-tools.test.ts',
     'test/mcp/move-file.test.ts',
@@ -118,6 +121,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/refusal-words.test.ts',
     'test/mcp/reminders.test.ts',
     'test/mcp/results.test.ts',
+    'test/mcp/stdio-bridge.test.ts',
     'test/mcp/streamable-post.test.ts',
     'test/mcp/text.test.ts',
     'test/mcp/token.test.ts',

@@ -80,6 +80,7 @@ export async function mcpCommand(argv: readonly string[], env: Record<string, st
   const o = parse(argv, env);
   const agent = o['--agent'];
   await runStdioBridge(
+    // Stryker disable next-line ConditionalExpression: an empty agent claim is none to casket (resolveAgent, guard/identity.ts), as an absent one
     { endpoint: required(o, '--endpoint'), accessKey: required(o, '--access-key'), secretKey: required(o, '--secret-key'), ...(agent && { agent }) },
     io.stdin,
     io.stdout,
