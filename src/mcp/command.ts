@@ -11,7 +11,7 @@
  * Secrets come from flags or env, and are never printed or logged.
  */
 import type { Readable, Writable } from 'node:stream';
-import { runStdioBridge } from './stdio.js';
+import { BRIDGE_TOKEN_TTL_SECONDS, runStdioBridge } from './stdio.js';
 import { checkToken } from './token-check.js';
 import { mintToken } from './token.js';
 
@@ -20,7 +20,7 @@ export const MCP_USAGE = `usage:
       serve casket's file tools over stdio, relayed to the casket at URL
       (env CASKET_MCP_ENDPOINT, CASKET_MCP_ACCESS_KEY, CASKET_MCP_SECRET_KEY, CASKET_MCP_AGENT)
   casket mcp token --endpoint URL --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
-      print a bearer token for /_casket/mcp (default --ttl 86400), once the casket
+      print a bearer token for /_casket/mcp (default --ttl 86400, env CASKET_MCP_TOKEN_TTL), once the casket
       at URL has accepted it: a wrong secret, or an agent the key may not act as,
       is refused here (exit 2) rather than at the token's first use
   casket mcp token --offline --access-key K --secret-key S [--agent NAME] [--ttl SECONDS]
@@ -65,7 +65,7 @@ export async function mcpCommand(argv: readonly string[], env: Record<string, st
   if (argv[0] === 'token') {
     const o = parse(argv.slice(1), env);
     const ttl = Number(o['--ttl'] ?? 86400);
-    if (!Number.isInteger(ttl) || ttl < 1) throw new UsageError('--ttl is a whole number of seconds');
+    if (!Number.isInteger(ttl) || ttl < 1) throw new UsageError(`--ttl (or env CASKET_MCP_TOKEN_TTL) is a whole number of seconds\n${MCP_USAGE}`);
     const agent = o['--agent'];
     const offline = o['--offline'] === 'true';
     if (!offline && !o['--endpoint']) throw new UsageError(`--endpoint URL (or env CASKET_MCP_ENDPOINT) is required: casket checks the token before it is printed (or --offline to mint it unchecked)\n${MCP_USAGE}`);
@@ -77,6 +77,10 @@ export async function mcpCommand(argv: readonly string[], env: Record<string, st
     io.stdout.write(`${token}\n`);
     return;
   }
+  // The bridge mints its own short-lived token per request (stdio.ts): a token's
+  // options given to it would be ignored, so they are refused, not dropped.
+  const tokenOnly = argv.map((a) => a.split('=')[0]!).find((flag) => flag === '--ttl' || flag === '--offline');
+  if (tokenOnly !== undefined) throw new UsageError(`${tokenOnly} is an option of \`casket mcp token\`: the bridge mints a fresh ${BRIDGE_TOKEN_TTL_SECONDS}-second token for every request\n${MCP_USAGE}`);
   const o = parse(argv, env);
   const agent = o['--agent'];
   await runStdioBridge(

@@ -22,7 +22,7 @@ export interface BridgeOptions {
 }
 
 /** Tokens the bridge mints live this long; a fresh one goes with every request. */
-const TOKEN_TTL_SECONDS = 300;
+export const BRIDGE_TOKEN_TTL_SECONDS = 300;
 
 export function mcpUrl(endpoint: string): URL {
   const url = new URL(endpoint);
@@ -34,7 +34,7 @@ export function mcpUrl(endpoint: string): URL {
 
 export async function runStdioBridge(options: BridgeOptions, stdin: Readable, stdout: Writable, log: (line: string) => void): Promise<void> {
   // Stryker disable next-line ConditionalExpression: `agent: undefined` is left out of the token's JSON claims (token.ts), the same token as none
-  const token = () => mintToken(options.accessKey, options.secretKey, { ...(options.agent !== undefined && { agent: options.agent }), ttlSeconds: TOKEN_TTL_SECONDS });
+  const token = () => mintToken(options.accessKey, options.secretKey, { ...(options.agent !== undefined && { agent: options.agent }), ttlSeconds: BRIDGE_TOKEN_TTL_SECONDS });
   const remote = new StreamableHTTPClientTransport(mcpUrl(options.endpoint), {
     fetch: (url, init) => {
       // Stryker disable next-line OptionalChaining: the SDK's transport passes an init with every request it makes

@@ -90,7 +90,7 @@ describe('casket mcp token --offline', () => {
 
   it('--ttl must be a whole number of seconds, at least 1', async () => {
     for (const ttl of ['0', '-5', '1.5', 'soon', '']) {
-      expect(await run(['token', '--offline', '--ttl', ttl], keysOf(casket.agents.alice!))).toEqual({ stdout: '', stderr: '', usage: '--ttl is a whole number of seconds' });
+      expect(await run(['token', '--offline', '--ttl', ttl], keysOf(casket.agents.alice!))).toEqual({ stdout: '', stderr: '', usage: `--ttl (or env CASKET_MCP_TOKEN_TTL) is a whole number of seconds\n${MCP_USAGE}` });
     }
   });
 });
@@ -132,13 +132,17 @@ describe('casket mcp usage errors: the mistake named, then the usage', () => {
       [['--endpoint', casket.url], { CASKET_MCP_SECRET_KEY: 's' }, '--access-key (or env CASKET_MCP_ACCESS_KEY) is required'],
       [['--endpoint', casket.url, '--access-key', 'AK'], {}, '--secret-key (or env CASKET_MCP_SECRET_KEY) is required'],
       [['--endpoint', casket.url, '--agent'], keys, '--agent needs a value'],
+      // A token's options are refused by the bridge, which would ignore them (it mints its own per request).
+      [['--endpoint', casket.url, '--ttl', '60'], keys, '--ttl is an option of `casket mcp token`: the bridge mints a fresh 300-second token for every request'],
+      [['--endpoint', casket.url, '--ttl=60'], keys, '--ttl is an option of `casket mcp token`: the bridge mints a fresh 300-second token for every request'],
+      [['--offline', '--endpoint', casket.url], keys, '--offline is an option of `casket mcp token`: the bridge mints a fresh 300-second token for every request'],
     ];
     for (const [argv, env, first] of cases) {
       const r = await run(argv, env);
       expect(r, argv.join(' ')).toEqual({ stdout: '', stderr: '', usage: `${first}\n${MCP_USAGE}` });
     }
     // The usage after it shows the three ways to run the command, and the env variables.
-    for (const shown of ['casket mcp --endpoint URL --access-key K --secret-key S [--agent NAME]', 'casket mcp token --endpoint URL', 'casket mcp token --offline', 'CASKET_MCP_ENDPOINT, CASKET_MCP_ACCESS_KEY, CASKET_MCP_SECRET_KEY, CASKET_MCP_AGENT']) expect(MCP_USAGE).toContain(shown);
+    for (const shown of ['casket mcp --endpoint URL --access-key K --secret-key S [--agent NAME]', 'casket mcp token --endpoint URL', 'casket mcp token --offline', 'CASKET_MCP_ENDPOINT, CASKET_MCP_ACCESS_KEY, CASKET_MCP_SECRET_KEY, CASKET_MCP_AGENT', 'env CASKET_MCP_TOKEN_TTL']) expect(MCP_USAGE).toContain(shown);
   });
 });
 
