@@ -14,7 +14,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytes, sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
-import { missing } from '../helpers/model-view.js';
+import { missing, showing } from '../helpers/model-view.js';
 
 const bucket = 'edits';
 const MAX = 64;
@@ -130,7 +130,9 @@ describe('edit_file', () => {
     const r = await call(ann, 'edit_file', edit('last-read.txt', 'head', 'HEAD'));
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ error: 'precondition-failed', your_version: read, written: false });
-    expect(missing(r, [`changed since version ${read}`, '+more', 'Nothing was written'])).toEqual([]);
+    expect(missing(r, [`changed since version ${read}, the one you last read`, '+more', 'Nothing was written'])).toEqual([]);
+    // The call named no version: no view tells the model it did.
+    expect(showing(r, 'the one you named')).toEqual([]);
     expect(await stored('last-read.txt')).toBe('head\ntail\nmore\n');
   });
 

@@ -87,6 +87,8 @@ export const register: RegisterTool = (server, shared) => {
       guarded(shared, extra, async (env) => {
         const p = requireFile(path);
         let base = expected_etag !== undefined ? parseETagArgument(expected_etag) : undefined;
+        // Without expected_etag the condition is the agent's last read: a refusal says so, not "the one you named" (refusals.ts since()).
+        const derived = expected_etag === undefined;
         if (base === undefined && env.caller.agent !== undefined) {
           const stamp = await env.door.stamp(env.caller.agent, p.bucket, p.key);
           if (stamp) base = `"${stamp.etag}"`;
@@ -97,12 +99,12 @@ export const register: RegisterTool = (server, shared) => {
         if (got.failure) {
           // The door stops reading past the limit; the GET's Content-Length still says the file's size.
           if (got.failure.code === 'EntityTooLarge') return tooLarge(showPath(p), Number(got.headers['content-length']), env.maxTextBytes);
-          if (got.failure.code !== 'PreconditionFailed' || base === undefined) return refused(env, 'edit_file', p, got.failure, base);
+          if (got.failure.code !== 'PreconditionFailed' || base === undefined) return refused(env, 'edit_file', p, got.failure, base, derived);
           // The named version is no longer current. A merge can still start
           // from it when casket kept it (docs/design.md §6); a refusal says whether
           // the edit would have made the current content.
           const kept = await env.door.retained(env.caller, p.bucket, p.key, unquote(base));
-          if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base);
+          if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base, derived);
           original = kept;
           // The merge lands on the current version: it keeps that version's Content-Type, as an edit of it would.
           contentType = (await env.door.s3(env.caller, { method: 'HEAD', bucket: p.bucket, key: p.key })).headers['content-type'];
@@ -117,7 +119,7 @@ export const register: RegisterTool = (server, shared) => {
         const headers: Record<string, string> = { 'if-match': base, 'content-type': contentType || 'text/plain; charset=utf-8' };
         if (merge) headers['x-casket-merge'] = 'text';
         const put = await env.door.s3(env.caller, { method: 'PUT', bucket: p.bucket, key: p.key, headers, body });
-        if (put.failure) return refused(env, 'edit_file', p, put.failure, base);
+        if (put.failure) return refused(env, 'edit_file', p, put.failure, base, derived);
         const etag = put.headers.etag!;
         const merged = put.headers['x-casket-merged'];
         const note = merged ? `[merged into version ${merged}, which someone else wrote since ${base}; new etag ${etag}]` : `[${showPath(p)}: new etag ${etag}]`;
