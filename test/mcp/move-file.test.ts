@@ -105,7 +105,7 @@ describe('move_file', () => {
     const r = await call(ann, 'move_file', { source: `${bucket}/changed.txt`, destination: `${bucket}/changed2.txt`, expected_etag: read });
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ error: 'precondition-failed', path: `${bucket}/changed.txt`, your_version: read, written: false });
-    expect(missing(r, [`${bucket}/changed.txt changed since version ${read}`, String(data(r).current_etag), '+second', 'Nothing was written'])).toEqual([]);
+    expect(missing(r, [`${bucket}/changed.txt changed since version ${read}, the one you named`, String(data(r).current_etag), '+second', 'Nothing was written'])).toEqual([]);
     expect(await stored('changed2.txt')).toBeUndefined();
   });
 
