@@ -81,8 +81,11 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       '';
   const reread = `read_text_file {"path": "${where}"} (the whole file: no head, tail, offset or limit)`;
   const etagArgument = ctx.etagArgument ?? 'expected_etag';
+  // apply_patch takes no etag: a patch of the content read is its condition (as for If-None-Match below).
   const retry = current
-    ? `, then ${ctx.tool} again with "${etagArgument}": "${current.replace(/"/g, '\\"')}"`
+    ? ctx.tool === 'apply_patch'
+      ? ', then apply_patch again with a patch of its current content'
+      : `, then ${ctx.tool} again with "${etagArgument}": "${current.replace(/"/g, '\\"')}"`
     : // Stryker disable next-line StringLiteral: the refusals that say `retry` name a current version: a partial-read or not-read refusal always does (the guard's explain refuses a write over a deleted file as stale-read or NoSuchKey), and the others test `current` first
       `, then ${ctx.tool} again`;
   let text: string;
