@@ -56,7 +56,13 @@ function sentence(message: string): string {
  */
 function since(ctx: RefusalContext, lastReadETag: string | undefined): string {
   if (ctx.derived === true) return 'the one you last read';
-  if (lastReadETag !== undefined && ctx.base !== undefined && lastReadETag !== ctx.base) return `the one you last read (you named ${ctx.base}, which you have not read whole)`;
+  if (
+    lastReadETag !== undefined &&
+    // Stryker disable next-line ConditionalExpression: a call with no base either named no version (derived, answered above) or carries no LastReadETag (a read's refusal; a create refused on If-None-Match says "already exists" before this is asked)
+    ctx.base !== undefined &&
+    lastReadETag !== ctx.base
+  )
+    return `the one you last read (you named ${ctx.base}, which you have not read whole)`;
   return 'the one you named';
 }
 
@@ -67,6 +73,7 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
   const reason = f.fields.Reason ?? (f.code === 'NoSuchKey' ? 'no-such-key' : f.code);
   const current = f.fields.CurrentETag;
   // A refusal built from a HEAD (edit_file's changedSince) knows the agent only: the write log knows the person's key too.
+  // Stryker disable next-line ConditionalExpression: the log names a version's writer as the refusal does, its agent else its access key (mcp-door.ts writerOf, s3/refusal-error.ts), so asking it when the refusal named one changes nothing
   const logged = !f.fields.LastWriter && !f.fields.LastWriterAccessKey && current ? await ctx.door.writerOf(ctx.path.bucket, ctx.path.key, current).catch(() => ({}) as { agent?: string; accessKey?: string }) : {};
   const writer = f.fields.LastWriter ?? logged.agent;
   const writerKey = f.fields.LastWriterAccessKey ?? logged.accessKey;
@@ -81,8 +88,11 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       '';
   const reread = `read_text_file {"path": "${where}"} (the whole file: no head, tail, offset or limit)`;
   const etagArgument = ctx.etagArgument ?? 'expected_etag';
+  // apply_patch takes no etag: a patch of the content read is its condition (as for If-None-Match below).
   const retry = current
-    ? `, then ${ctx.tool} again with "${etagArgument}": "${current.replace(/"/g, '\\"')}"`
+    ? ctx.tool === 'apply_patch'
+      ? ', then apply_patch again with a patch of its current content'
+      : `, then ${ctx.tool} again with "${etagArgument}": "${current.replace(/"/g, '\\"')}"`
     : // Stryker disable next-line StringLiteral: the refusals that say `retry` name a current version: a partial-read or not-read refusal always does (the guard's explain refuses a write over a deleted file as stale-read or NoSuchKey), and the others test `current` first
       `, then ${ctx.tool} again`;
   let text: string;
@@ -113,7 +123,12 @@ export async function refusal(ctx: RefusalContext, f: S3Failure): Promise<CallTo
       text =
         reason === 'merge-conflict'
           ? `Refused: your edit of ${where} and the current version ${current} (written${by}${at}) change the same or adjacent lines (a line merge needs an unchanged line between two edits), so they could not be merged. Nothing was written.`
-          : `Refused: ${where} changed since ${lastRead ? `version ${lastRead}, ${since(ctx, f.fields.LastReadETag)}` : 'you read it'}: it is now ${current}, written${by}${at}. Nothing was written.`;
+          : `Refused: ${where} changed since ${
+              lastRead
+                ? `version ${lastRead}, ${since(ctx, f.fields.LastReadETag)}`
+                : // Stryker disable next-line StringLiteral: said of a refusal with no version read or named, which no tool sends: a stale read carries the version read (LastReadETag), a failed If-Match the one named, and If-None-Match is answered above
+                  'you read it'
+            }: it is now ${current}, written${by}${at}. Nothing was written.`;
       next = `${reread}${retry}`;
       break;
     case 'partial-read':

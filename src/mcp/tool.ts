@@ -54,6 +54,7 @@ export async function guarded(shared: SharedEnv, extra: HandlerExtra, run: (env:
  * `derived`: the call named no version, the tool conditioned it on the agent's last read (write_file's derivedCondition).
  * `etagArgument`: the tool's argument that names the version of `path` (move_file's destination: destination_etag).
  */
+// Stryker disable next-line BooleanLiteral: every tool that conditions a write passes derived; the ones that leave it unset are the reads, which send no condition, so their refusals never reach since() (refusals.ts)
 export function refused(env: ToolEnv, tool: string, path: ObjectPath, failure: S3Failure, base?: string, derived = false, etagArgument = 'expected_etag'): Promise<CallToolResult> {
   // Stryker disable next-line ConditionalExpression: { base: undefined } reads as no base: refusals.ts uses ctx.base only as a value (LastReadETag ?? ctx.base)
   return refusal({ door: env.door, caller: env.caller, tool, path, ...(base !== undefined && { base }), derived, etagArgument }, failure);

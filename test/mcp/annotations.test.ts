@@ -95,7 +95,12 @@ describe('what a client is told at connect', () => {
       }
     }
     expect(unsaid).toEqual([]);
-    expect(Object.keys(tools.find((t) => t.name === 'write_file')?.outputSchema?.properties ?? {})).toEqual(expect.arrayContaining(['path', 'etag', 'bytes', 'written']));
+    const answer = (name: string) => (tools.find((t) => t.name === name)?.outputSchema?.properties ?? {}) as Record<string, { description?: string }>;
+    expect(Object.keys(answer('write_file'))).toEqual(expect.arrayContaining(['path', 'etag', 'bytes', 'written']));
+    expect(Object.keys(answer('edit_file'))).toEqual(expect.arrayContaining(['path', 'diff', 'etag', 'previous_etag', 'merged', 'written']));
+    expect(Object.keys(answer('delete_file'))).toEqual(expect.arrayContaining(['path', 'deleted', 'written']));
+    // The etag a write answers is the one to hand back: its field says so.
+    expect(answer('write_file').etag?.description).toContain('pass it as expected_etag');
   }));
 
   it('every tool\'s annotations say what it does', () => connected(async (client) => {
@@ -113,6 +118,9 @@ describe('what a client is told at connect', () => {
       // Every argument is described: the model has nothing else to go by.
       for (const [name, prop] of Object.entries(t.inputSchema.properties ?? {})) if (!/\w{3}/.test((prop as { description?: string }).description ?? '')) unsaid.push(`${t.name}: argument ${name}`);
     }
+    // edit_file's edits are objects: each of their fields is described too.
+    const edits = tools.find((t) => t.name === 'edit_file')?.inputSchema.properties?.edits as { items?: { properties?: Record<string, { description?: string }> } } | undefined;
+    for (const [name, prop] of Object.entries(edits?.items?.properties ?? { oldText: {}, newText: {} })) if (!/\w{3}/.test(prop.description ?? '')) unsaid.push(`edit_file: edits[].${name}`);
     expect(unsaid).toEqual([]);
     // Each compare-and-swap writer tells the model to hand back the etag it read.
     for (const name of ['write_file', 'write_files', 'edit_file', 'move_file', 'delete_file']) expect(tools.find((t) => t.name === name)?.description, name).toContain('expected_etag');

@@ -5,7 +5,9 @@
  * the current version; the answer names each file landed, a deleted one as
  * deleted; a patch the model got wrong — a rename, no hunks, a file named
  * twice, hunks that do not parse — is refused before anything is written; a
- * file that does not exist is refused as it is, with the call that creates it.
+ * file that does not exist is refused as it is, with the call that creates it;
+ * a file changed since the agent read it is refused as changed since that
+ * read, and the next call is another patch, which takes no etag.
  * The model's views are the clients' (test/helpers/model-view.ts).
  */
 import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -13,7 +15,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytes, sdk, storedText } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
-import { missing } from '../helpers/model-view.js';
+import { missing, showing } from '../helpers/model-view.js';
 
 const bucket = 'patches';
 let casket: McpCasket;
@@ -96,6 +98,19 @@ describe('apply_patch', () => {
     expect(data(r).refused).toEqual([expect.objectContaining({ path: `${bucket}/miss/none.txt`, written: false })]);
     expect(missing(r, ['1 of its 2 file(s) was refused', `${bucket}/miss/none.txt does not exist`, `write_file {"path": "${bucket}/miss/none.txt", "content": …, "create_only": true}`])).toEqual([]);
     expect(await stored('miss/real.txt')).toBe('r\n');
+  });
+
+  it('a file changed since the agent read it is refused as changed since that read, which the patch named no version of', async () => {
+    await put('moved.txt', 'one\n');
+    const read = String(data(await readWhole(eve, 'moved.txt')).etag);
+    await put('moved.txt', 'two\n');
+    const r = await call(eve, 'apply_patch', { patch: `--- a/${bucket}/moved.txt\n+++ b/${bucket}/moved.txt\n@@ -1 +1 @@\n-one\n+ONE\n` });
+    expect(r.isError).toBe(true);
+    expect(missing(r, [`${bucket}/moved.txt changed since version ${read}, the one you last read`, '+two', 'then apply_patch again with a patch of its current content'])).toEqual([]);
+    // apply_patch has no expected_etag to pass, nor did the patch name a version.
+    expect(showing(r, 'the one you named')).toEqual([]);
+    expect(showing(r, 'expected_etag')).toEqual([]);
+    expect(await stored('moved.txt')).toBe('two\n');
   });
 
   it('a patch that creates a file that exists is refused with the apply_patch call that changes it, not a write_file one', async () => {

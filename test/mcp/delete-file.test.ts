@@ -3,7 +3,8 @@
  * test/helpers/model-view.ts): without expected_etag an agent deletes the
  * version it last read whole, and the answer names that version; a file it
  * never read is refused, whether it exists (read it first) or not (nothing
- * to delete); a person's key deletes as a plain S3 DeleteObject, naming no
+ * to delete), and one changed since it read it is refused as changed since
+ * that read, not since a version it named; a person's key deletes as a plain S3 DeleteObject, naming no
  * version.
  */
 import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -71,6 +72,17 @@ describe('delete_file', () => {
     const theirs = await call(person, 'delete_file', { path: `${bucket}/stale.txt`, expected_etag: v2 });
     expect(data(theirs)).toMatchObject({ error: 'precondition-failed', your_version: v2, written: false });
     expect(missing(theirs, [`changed since version ${v2}`])).toEqual([]);
+  });
+
+  it('without expected_etag, a file changed since the agent read it is refused as changed since the version it last read, not one it named', async () => {
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'moved-on.txt', Body: 'one\n' }));
+    const read = String(data(await call(ann, 'read_text_file', { path: `${bucket}/moved-on.txt` })).etag);
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'moved-on.txt', Body: 'two\n' }));
+    const r = await call(ann, 'delete_file', { path: `${bucket}/moved-on.txt` });
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', your_version: read, written: false });
+    expect(missing(r, [`changed since version ${read}, the one you last read`, '+two'])).toEqual([]);
+    expect(showing(r, 'the one you named')).toEqual([]);
+    expect(await stored('moved-on.txt')).toBe('two\n');
   });
 
   it('an agent deleting a file that does not exist is told so, and how to make it', async () => {

@@ -3,7 +3,8 @@
  * test/helpers/model-view.ts): the source version the agent last read whole
  * moves, to a key of any characters; a destination that exists moves only
  * over the version destination_etag names; a source that is gone, or changed
- * since, is refused on the source, a destination taken or changed is refused
+ * since, is refused on the source (since the version named, or the one last
+ * read when the call named none), a destination taken or changed is refused
  * on the destination — each with the path it is about and the next call.
  */
 import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
@@ -105,8 +106,19 @@ describe('move_file', () => {
     const r = await call(ann, 'move_file', { source: `${bucket}/changed.txt`, destination: `${bucket}/changed2.txt`, expected_etag: read });
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ error: 'precondition-failed', path: `${bucket}/changed.txt`, your_version: read, written: false });
-    expect(missing(r, [`${bucket}/changed.txt changed since version ${read}`, String(data(r).current_etag), '+second', 'Nothing was written'])).toEqual([]);
+    expect(missing(r, [`${bucket}/changed.txt changed since version ${read}, the one you named`, String(data(r).current_etag), '+second', 'Nothing was written'])).toEqual([]);
     expect(await stored('changed2.txt')).toBeUndefined();
+  });
+
+  it('a source changed since the agent read it, named by no expected_etag, is refused as changed since that read', async () => {
+    await put('drifted.txt', 'first\n');
+    const read = await readEtag('drifted.txt');
+    await put('drifted.txt', 'second\n');
+    const r = await call(ann, 'move_file', { source: `${bucket}/drifted.txt`, destination: `${bucket}/drifted2.txt` });
+    expect(data(r)).toMatchObject({ error: 'precondition-failed', path: `${bucket}/drifted.txt`, your_version: read, written: false });
+    expect(missing(r, [`${bucket}/drifted.txt changed since version ${read}, the one you last read`, '+second'])).toEqual([]);
+    expect(showing(r, 'the one you named')).toEqual([]);
+    expect(await stored('drifted2.txt')).toBeUndefined();
   });
 
   it('a source deleted since it was read is refused as gone, on the source; nothing moves', async () => {

@@ -116,7 +116,8 @@ export const register: RegisterTool = (server, shared) => {
         const refusedFiles: Array<Record<string, unknown>> = [];
         const texts: string[] = [];
         const refuse = async (path: ObjectPath, failure: S3Failure, base?: string) => {
-          const r = await refused(env, 'apply_patch', path, failure, base);
+          // A patch names no version: its base is the agent's last read (derived), which the refusal says.
+          const r = await refused(env, 'apply_patch', path, failure, base, true);
           refusedFiles.push({ ...r.structuredContent });
           texts.push(r.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n'));
         };

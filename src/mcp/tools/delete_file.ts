@@ -41,7 +41,7 @@ export const register: RegisterTool = (server, shared) => {
           }
         }
         const res = await env.door.s3(env.caller, { method: 'DELETE', bucket: p.bucket, key: p.key, headers });
-        if (res.failure) return refused(env, 'delete_file', p, res.failure, headers['if-match']);
+        if (res.failure) return refused(env, 'delete_file', p, res.failure, headers['if-match'], expected_etag === undefined);
         // Stryker disable next-line StringLiteral: If-Match is * only for a key derivedCondition found missing, whose delete is refused: a delete that lands with it needs a file created between the HEAD and the DELETE, a race no test can order
         const version = headers['if-match'] !== '*' ? headers['if-match'] : undefined;
         return ok(`Deleted ${showPath(p)}${version ? ` (version ${version})` : ''}.`, { path: showPath(p), deleted: true, written: true });

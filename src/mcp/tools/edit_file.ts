@@ -31,17 +31,21 @@ import { guarded, refused, tooLarge, type RegisterTool, type ToolEnv } from '../
  */
 export async function changedSince(env: ToolEnv, p: ObjectPath, base: string, attempted?: string): Promise<S3Failure> {
   const head = await env.door.s3(env.caller, { method: 'HEAD', bucket: p.bucket, key: p.key });
+  // Stryker disable next-line ObjectLiteral,StringLiteral: every caller's condition was just refused with 412 by a file that exists, so this HEAD fails only for a file deleted between the two requests, a race no test can order
   if (head.failure) return { ...head.failure, fields: { ...head.failure.fields, Reason: 'precondition-failed' } };
   const h = head.headers;
   return {
     status: 412,
+    // Stryker disable next-line StringLiteral: every caller hands this to refused() (tool.ts), whose words follow the Reason field set below; code and message are read only for failures without one (refusals.ts)
     code: 'PreconditionFailed',
+    // Stryker disable next-line StringLiteral: as code above
     message: `The file is no longer version ${base}.`,
     fields: {
       Reason: 'precondition-failed',
       CurrentETag: h.etag,
       ...(h['x-casket-writer'] !== undefined && { LastWriter: h['x-casket-writer'] }),
       ...(h['last-modified'] !== undefined && { LastModified: new Date(h['last-modified']).toISOString() }),
+      // Stryker disable next-line ConditionalExpression: no ETag is "undefined" quoted, so without `attempted` the comparison after it is false all the same
       ...(attempted !== undefined && h.etag === `"${attempted}"` && { IdenticalContent: 'true' }),
     },
   };
@@ -51,6 +55,7 @@ export async function changedSince(env: ToolEnv, p: ObjectPath, base: string, at
 function wouldWrite(content: Buffer, edits: readonly Edit[]): string | undefined {
   try {
     return createHash('sha256').update(applyEdits(content.toString('utf8'), edits), 'utf8').digest('hex');
+  // Stryker disable next-line BlockStatement: a function that ends without a return answers undefined too
   } catch {
     return undefined;
   }
@@ -87,6 +92,8 @@ export const register: RegisterTool = (server, shared) => {
       guarded(shared, extra, async (env) => {
         const p = requireFile(path);
         let base = expected_etag !== undefined ? parseETagArgument(expected_etag) : undefined;
+        // Without expected_etag the condition is the agent's last read: a refusal says so, not "the one you named" (refusals.ts since()).
+        const derived = expected_etag === undefined;
         if (base === undefined && env.caller.agent !== undefined) {
           const stamp = await env.door.stamp(env.caller.agent, p.bucket, p.key);
           if (stamp) base = `"${stamp.etag}"`;
@@ -97,12 +104,15 @@ export const register: RegisterTool = (server, shared) => {
         if (got.failure) {
           // The door stops reading past the limit; the GET's Content-Length still says the file's size.
           if (got.failure.code === 'EntityTooLarge') return tooLarge(showPath(p), Number(got.headers['content-length']), env.maxTextBytes);
-          if (got.failure.code !== 'PreconditionFailed' || base === undefined) return refused(env, 'edit_file', p, got.failure, base);
+          if (got.failure.code !== 'PreconditionFailed' || base === undefined) {
+            // Stryker disable next-line StringLiteral: the tool's name is said only in a next call to it, which the refusals of a read name none of (NoSuchKey, NoSuchBucket, AccessDenied: refusals.ts)
+            return refused(env, 'edit_file', p, got.failure, base, derived);
+          }
           // The named version is no longer current. A merge can still start
           // from it when casket kept it (docs/design.md §6); a refusal says whether
           // the edit would have made the current content.
           const kept = await env.door.retained(env.caller, p.bucket, p.key, unquote(base));
-          if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base);
+          if (!kept || !merge || dryRun) return refused(env, 'edit_file', p, await changedSince(env, p, base, kept && wouldWrite(kept, edits)), base, derived);
           original = kept;
           // The merge lands on the current version: it keeps that version's Content-Type, as an edit of it would.
           contentType = (await env.door.s3(env.caller, { method: 'HEAD', bucket: p.bucket, key: p.key })).headers['content-type'];
@@ -114,10 +124,12 @@ export const register: RegisterTool = (server, shared) => {
         if (dryRun) return ok([diff, `[dry run: nothing written; the file is version ${base}]`], { path: showPath(p), diff, etag: base, written: false });
         const body = Buffer.from(after, 'utf8');
         if (body.length > env.maxTextBytes) return tooLarge('the edited file', body.length, env.maxTextBytes);
+        // Stryker disable next-line StringLiteral: the GET and HEAD above always name a Content-Type (s3/object-headers.ts: binary/octet-stream when the write gave none, as AWS answers), so the fallback is never reached
         const headers: Record<string, string> = { 'if-match': base, 'content-type': contentType || 'text/plain; charset=utf-8' };
+        // Stryker disable next-line ConditionalExpression: with If-Match on the version current at the GET, a merge write is an ordinary write (s3/merge-write.ts); only a write landing between the GET and this PUT tells them apart, a race no test can order
         if (merge) headers['x-casket-merge'] = 'text';
         const put = await env.door.s3(env.caller, { method: 'PUT', bucket: p.bucket, key: p.key, headers, body });
-        if (put.failure) return refused(env, 'edit_file', p, put.failure, base);
+        if (put.failure) return refused(env, 'edit_file', p, put.failure, base, derived);
         const etag = put.headers.etag!;
         const merged = put.headers['x-casket-merged'];
         const note = merged ? `[merged into version ${merged}, which someone else wrote since ${base}; new etag ${etag}]` : `[${showPath(p)}: new etag ${etag}]`;

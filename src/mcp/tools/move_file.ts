@@ -64,11 +64,13 @@ export const register: RegisterTool = (server, shared) => {
           // A failed source condition is the source's change; anything else is the destination's.
           const onSource = copy.failure.fields.Condition?.startsWith('x-amz-copy-source') || copy.failure.code === 'NoSuchKey';
           if (!onSource) return refused(env, 'move_file', to, copy.failure, target['if-match'], false, 'destination_etag');
-          return refused(env, 'move_file', from, copy.failure.code === 'NoSuchKey' ? copy.failure : await changedSince(env, from, version), version);
+          // Without expected_etag the version is the agent's last read: the refusal says so (refusals.ts since()).
+          return refused(env, 'move_file', from, copy.failure.code === 'NoSuchKey' ? copy.failure : await changedSince(env, from, version), version, expected_etag === undefined);
         }
         const removed = await env.door.s3(env.caller, { method: 'DELETE', bucket: from.bucket, key: from.key, headers: { 'if-match': version } });
         if (removed.failure) {
-          const why = await refused(env, 'move_file', from, removed.failure, version);
+          // Stryker disable next-line ConditionalExpression,EqualityOperator: the copy just found this version current, so the DELETE is refused as changed only when a write lands between the two, a race no test can order
+          const why = await refused(env, 'move_file', from, removed.failure, version, expected_etag === undefined);
           const first = why.content[0]!.type === 'text' ? why.content[0]!.text : '';
           return toolError(`Copied ${showPath(from)} (version ${version}) to ${showPath(to)}, but the source was not deleted: ${first.replace(/^Refused: /, '')}`, { ...why.structuredContent, copied_to: showPath(to), source_deleted: false });
         }
