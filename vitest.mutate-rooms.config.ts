@@ -51,6 +51,7 @@ const TESTS: Record<string, string[]> = {
     'test/rollback/reads.test.ts',
     'test/rollback/reread.test.ts',
     'test/rollback/restore-condition.test.ts',
+    'test/rollback/restore-staging.test.ts',
     'test/rollback/same-entry.test.ts',
     'test/rollback/sources.test.ts',
     'test/rollback/rollback.test.ts',

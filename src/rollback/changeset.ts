@@ -63,6 +63,7 @@ export async function rollbackChangeset(services: Services, options: HandleOptio
 
   // 1. Plan every key, writing nothing: the current version must still be the changeset's.
   const planned: Planned[] = [];
+  // Stryker disable next-line EqualityOperator: `<=` for `<` is the same order: the bucket comparison is reached only for two buckets that differ, and a changeset holds one entry per key (commit.ts refuses a key named twice), so no two keys of one bucket are equal.
   for (const e of [...entries].sort((a, b) => (a.bucket === b.bucket ? (a.key < b.key ? -1 : 1) : a.bucket < b.bucket ? -1 : 1))) {
     const h: KeyHistory = { bucket: e.bucket, key: e.key, goal: e.previousETag ?? null, agentLast: e.newETag ?? null, first: e, last: e, writes: 1 };
     const current = await readCurrent(services, door, e.bucket, e.key, !request.dryRun);
@@ -118,5 +119,6 @@ export async function rollbackChangeset(services: Services, options: HandleOptio
 }
 
 function earliest(entries: readonly WriteLogEntry[]): Date {
+  // Stryker disable next-line EqualityOperator: `<=` keeps the later of two entries of the same millisecond instead of the earlier, the same instant (only its ISO string leaves).
   return entries.reduce((min, e) => (e.at < min ? e.at : min), entries[0]!.at);
 }

@@ -4,7 +4,8 @@
  * with --agent, a bucket that does not hold the changeset, the keys in order
  * whatever order the commit named them, a key that cannot be read, the write
  * log failing a dry run, a write between the plan and the commit on keys
- * other than the first, and the commit itself failing.
+ * other than the first, the commit itself failing, and with no --since the
+ * log searched from the changeset's earliest entry.
  *
  * In-process casket (helpers/in-process.ts): the backend, the state store and
  * the retention store are made to fail or step in from inside, as
@@ -59,6 +60,17 @@ describe('casket rollback --changeset, at its edges', () => {
     const answer = await postRollback(c, { changeset: id, agent: 'alice', dryRun: true });
     expect(answer.agent).toBe('alice');
     expect(keysOf(answer.restored)).toEqual(['named/a', 'named/b', 'named/c']);
+  });
+
+  it('with no --since, the answer searched the log from the changeset\'s earliest entry, whatever order the log lists them in', async () => {
+    // Entries written straight into the state store, as a store shared by
+    // several caskets (or a clock stepped back) may hold them: the earliest
+    // is neither the first nor the last listed.
+    const now = Date.now();
+    const times = [now - 2000, now - 5000, now - 1000];
+    for (const [i, at] of times.entries()) await c.casket.services.state.appendWriteLog({ at: new Date(at), bucket, key: `earliest/${i}.txt`, operation: 'PutObject', agent: 'alice', newETag: `${i}`.repeat(64), changeset: 'cs-earliest' });
+    const answer = await postRollback(c, { changeset: 'cs-earliest', dryRun: true });
+    expect(answer.since).toBe(new Date(now - 5000).toISOString());
   });
 
   it('a bucket that does not hold the changeset: no entry of it, a clear error', async () => {
