@@ -63,6 +63,12 @@ describe('rollback plan', () => {
     expect(keysWritten(log, {}).map((h) => `${h.bucket}/${h.key}`)).toEqual(['alpha/a', 'b/a', 'b/b', 'b/c', 'zeta/b']);
   });
 
+  it('lists keys in the order S3 lists them: by UTF-8 bytes, so a key past U+FFFF sorts after one of U+E000–U+FFFF', () => {
+    // JavaScript's < compares UTF-16 code units, where the surrogates of U+1F600 (0xD83D…) sort before U+FF21.
+    const log = [entry(1, 'Ａ', 'f0', 'f1'), entry(2, '😀', 'e0', 'e1'), entry(3, 'z', 'z0', 'z1')];
+    expect(keysWritten(log, {}).map((h) => h.key)).toEqual(['z', 'Ａ', '😀']);
+  });
+
   it('takes a time with a zone as that instant, with or without the colon', () => {
     const body = (o: unknown) => Buffer.from(JSON.stringify(o));
     expect(parseRollbackRequest(body({ agent: 'a', since: '2026-11-25T15:00:00+0100' })).since).toEqual(new Date('2026-11-25T14:00:00Z'));
