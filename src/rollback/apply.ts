@@ -27,7 +27,7 @@ import { formatETag, unquoteETag } from '../vocabulary/etag.js';
 import { openRollbackDoor, type RollbackDoor } from './door.js';
 import { keysWritten, rollbackAgent, type Conflict, type KeyHistory, type RollbackAnswer, type RollbackRequest } from './plan.js';
 import { commitRestores, sameEntry, type RestoreOutcome } from './restore.js';
-import { goalContent } from './sources.js';
+import { goalContent, unrestorable } from './sources.js';
 
 /** The most write-log entries one rollback reads (the log keeps at most --state-max-entries). */
 const MAX_ENTRIES = 1_000_000;
@@ -116,9 +116,8 @@ async function rollbackKey(services: Services, door: RollbackDoor, writes: { eng
     return;
   }
   const goal = await goalContent(services, door, bucket, key, h.goal);
-  if (!goal) {
-    const why = /-\d+$/.test(h.goal) ? 'a multipart version, and the bucket keeps no version of it' : 'neither retained, kept as a pre-image (--keep-pre-images), nor a version of the bucket';
-    answer.unrecoverable.push({ bucket, key, goalETag: quoted(h.goal), reason: `the version to restore is ${why}; nothing written` });
+  if (!goal || 'tooLarge' in goal) {
+    answer.unrecoverable.push({ bucket, key, goalETag: quoted(h.goal), reason: `${unrestorable(goal, h.goal)}; nothing written` });
     return;
   }
   if (!request.dryRun && !(await settled(services, door, request, h, await commitRestores(services, engine, admin, writtenAs, [{ h, content: goal.content }]), answer))) return;

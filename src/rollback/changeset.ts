@@ -27,7 +27,7 @@ import { conflict, readCurrent } from './apply.js';
 import { openRollbackDoor } from './door.js';
 import { rollbackAgent, type KeyHistory, type RollbackAnswer, type RollbackRequest } from './plan.js';
 import { commitRestores } from './restore.js';
-import { goalContent, type GoalContent } from './sources.js';
+import { goalContent, unrestorable, type GoalContent } from './sources.js';
 
 /** The most write-log entries read to find a changeset's (the log keeps at most --state-max-entries). */
 const MAX_ENTRIES = 1_000_000;
@@ -81,8 +81,8 @@ export async function rollbackChangeset(services: Services, options: HandleOptio
       continue;
     }
     const goal = await goalContent(services, door, e.bucket, e.key, h.goal);
-    if (!goal) {
-      answer.unrecoverable.push({ bucket: e.bucket, key: e.key, goalETag: quoted(h.goal), reason: 'the version to restore is neither retained, kept as a pre-image (--keep-pre-images), nor a version of the bucket' });
+    if (!goal || 'tooLarge' in goal) {
+      answer.unrecoverable.push({ bucket: e.bucket, key: e.key, goalETag: quoted(h.goal), reason: unrestorable(goal, h.goal) });
       continue;
     }
     planned.push({ h, goal });

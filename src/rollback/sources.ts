@@ -15,6 +15,7 @@
  * ETag is not the SHA-256 of their bytes): only 3 can bring them back.
  */
 import { createHash } from 'node:crypto';
+import { MAX_TOTAL_BYTES } from '../changesets/commit.js';
 import type { Services } from '../s3/context.js';
 import { unquoteETag } from '../vocabulary/etag.js';
 import type { RollbackDoor } from './door.js';
@@ -22,6 +23,16 @@ import type { RollbackDoor } from './door.js';
 export interface GoalContent {
   content: Buffer;
   source: 'retained' | 'pre-image' | 'versions';
+}
+
+/**
+ * A goal found among the bucket's versions that a rollback cannot write back:
+ * a restore is staged as a changeset, which holds at most MAX_TOTAL_BYTES
+ * (changesets/commit.ts). Its size is named instead of its bytes being read
+ * into memory (issue 43: memory stays flat).
+ */
+export interface TooLarge {
+  tooLarge: number;
 }
 
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -38,8 +49,8 @@ function field(xml: string, name: string): string | undefined {
   return m ? decodeXml(m[1]!) : undefined;
 }
 
-/** The version id of `key` whose ETag is `etag`, from the bucket's ListObjectVersions through casket. */
-async function versionIdOf(door: RollbackDoor, bucket: string, key: string, etag: string): Promise<string | undefined> {
+/** The version id and size of `key`'s version whose ETag is `etag`, from the bucket's ListObjectVersions through casket. */
+async function versionIdOf(door: RollbackDoor, bucket: string, key: string, etag: string): Promise<{ id: string; size: number } | undefined> {
   let marker: { key: string; versionId: string } | undefined;
   // Stryker disable next-line UpdateOperator: the bound is reached only by a key of over 10,000 versions
   for (let page = 0; page < MAX_VERSION_PAGES; page++) {
@@ -53,7 +64,7 @@ async function versionIdOf(door: RollbackDoor, bucket: string, key: string, etag
       const tag = field(v, 'ETag');
       // The null version (written before versioning was enabled) is read as `?versionId=null`, like any other (API_GetObject).
       // Stryker disable next-line ConditionalExpression,LogicalOperator: an id taken from another key's entry (all listed after this key's) or one missing a field only costs a GET whose answer fromVersions refuses: not found either way
-      if (field(v, 'Key') === key && id !== undefined && tag !== undefined && unquoteETag(tag) === etag) return id;
+      if (field(v, 'Key') === key && id !== undefined && tag !== undefined && unquoteETag(tag) === etag) return { id, size: Number(field(v, 'Size') ?? 0) };
     }
     if (field(xml, 'IsTruncated') !== 'true') return undefined;
     const nextKey = field(xml, 'NextKeyMarker');
@@ -65,11 +76,14 @@ async function versionIdOf(door: RollbackDoor, bucket: string, key: string, etag
   return undefined;
 }
 
-async function fromVersions(door: RollbackDoor, bucket: string, key: string, etag: string): Promise<Buffer | undefined> {
-  const versionId = await versionIdOf(door, bucket, key, etag);
-  if (versionId === undefined) return undefined;
+async function fromVersions(door: RollbackDoor, bucket: string, key: string, etag: string): Promise<Buffer | TooLarge | undefined> {
+  const found = await versionIdOf(door, bucket, key, etag);
+  if (found === undefined) return undefined;
+  if (found.size > MAX_TOTAL_BYTES) return { tooLarge: found.size };
+  const versionId = found.id;
   // Stryker disable next-line ObjectLiteral,BooleanLiteral: a GET ?versionId= records no read stamp either way (only reads of the current version do, s3/operations/get-object.ts); stamp: false says so here
-  const reply = await door({ method: 'GET', bucket, key, query: new URLSearchParams({ versionId }).toString() }, { stamp: false });
+  // At most what a restore may write is held (a version grown since the listing is read to its end, not kept).
+  const reply = await door({ method: 'GET', bucket, key, query: new URLSearchParams({ versionId }).toString() }, { stamp: false, keep: MAX_TOTAL_BYTES });
   // Stryker disable next-line ConditionalExpression,LogicalOperator: an error answer carries no ETag, which the check below refuses the same
   if (reply.status !== 200 || !reply.body) return undefined;
   // The version casket served must be the goal: its ETag (any version), and its SHA-256 (single-part).
@@ -80,7 +94,7 @@ async function fromVersions(door: RollbackDoor, bucket: string, key: string, eta
   return reply.body;
 }
 
-export async function goalContent(services: Services, door: RollbackDoor, bucket: string, key: string, etag: string): Promise<GoalContent | undefined> {
+export async function goalContent(services: Services, door: RollbackDoor, bucket: string, key: string, etag: string): Promise<GoalContent | TooLarge | undefined> {
   for (const [source, store] of [['retained', services.retainer], ['pre-image', services.preImages]] as const) {
     const kept = await store?.get({ bucket, key, etag });
     if (kept && sha256(kept) === etag) return { content: kept, source };
@@ -89,5 +103,12 @@ export async function goalContent(services: Services, door: RollbackDoor, bucket
     services.log.warn({ error: err instanceof Error ? err.message : String(err), bucket, key }, 'rollback: versions not read');
     return undefined;
   });
-  return versioned && { content: versioned, source: 'versions' };
+  return Buffer.isBuffer(versioned) ? { content: versioned, source: 'versions' } : versioned;
+}
+
+/** Why the goal `etag` cannot be written back: too large, or found nowhere. */
+export function unrestorable(goal: TooLarge | undefined, etag: string): string {
+  if (goal) return `the version to restore is ${goal.tooLarge} bytes, over the ${MAX_TOTAL_BYTES} (100 MiB) a rollback writes back at once`;
+  if (/-\d+$/.test(etag)) return 'the version to restore is a multipart version, and the bucket keeps no version of it';
+  return 'the version to restore is neither retained, kept as a pre-image (--keep-pre-images), nor a version of the bucket';
 }

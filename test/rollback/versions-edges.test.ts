@@ -17,6 +17,7 @@ import type { InProcessCasket } from '../helpers/in-process.js';
 import { captureLog, tornBody, withReads } from '../helpers/faults.js';
 import { raw, sha256hex } from '../helpers/raw.js';
 import type { ObjectReader } from '../../src/backends/types.js';
+import { MAX_TOTAL_BYTES } from '../../src/changesets/commit.js';
 import { agentMultipartCreate, agentPut, content, inProcessWithBucket, postRollback } from './helpers.js';
 
 const bucket = 'versions-edges';
@@ -105,6 +106,22 @@ describe('the goal from the bucket\'s versions', () => {
     expect(answer.unrecoverable).toMatchObject([{ key: 'torn.txt' }]);
     expect(logged.filter(([, msg]) => msg === 'rollback: versions not read')).toEqual([[{ error: 'disk failed mid-read', bucket, key: 'torn.txt' }, 'rollback: versions not read']]);
     expect(await text('torn.txt')).toBe('alice\n');
+  });
+
+  it('a goal larger than a rollback writes back at once (100 MiB) is unrecoverable, named by its size and never read; the key left as it is', async () => {
+    const huge = Buffer.alloc(MAX_TOTAL_BYTES + 1, 'h');
+    await person.send(new PutObjectCommand({ Bucket: bucket, Key: 'huge.bin', Body: huge }));
+    const since = new Date().toISOString();
+    await agentPut(alice, bucket, 'huge.bin', 'alice\n');
+    let versionReads = 0;
+    const reason = `the version to restore is ${MAX_TOTAL_BYTES + 1} bytes, over the ${MAX_TOTAL_BYTES} (100 MiB) a rollback writes back at once; nothing written`;
+    for (const dryRun of [true, false]) {
+      const answer = await withVersionReads('huge.bin', (v, real) => (versionReads++, real(v)), () => postRollback(c, { agent: 'alice', since, bucket, dryRun }));
+      expect(answer.restored).toEqual([]);
+      expect(answer.unrecoverable).toMatchObject([{ key: 'huge.bin', goalETag: `"${sha256hex(huge)}"`, reason }]);
+    }
+    expect(versionReads).toBe(0);
+    expect(await text('huge.bin')).toBe('alice\n');
   });
 
   it('a key with more versions than one page of ListObjectVersions (1,000): the goal is found on the next page', async () => {
