@@ -101,6 +101,12 @@ describe('what a client is told at connect', () => {
     expect(Object.keys(answer('delete_file'))).toEqual(expect.arrayContaining(['path', 'deleted', 'written']));
     // The etag a write answers is the one to hand back: its field says so.
     expect(answer('write_file').etag?.description).toContain('pass it as expected_etag');
+    // write_files and move_file answer in their own fields: each file written with the etag to hand back, each file refused; the move's two ends.
+    expect(Object.keys(answer('write_files'))).toEqual(expect.arrayContaining(['files', 'refused', 'written']));
+    const filesWritten = answer('write_files').files as { items?: { properties?: Record<string, { description?: string }> } } | undefined;
+    expect(Object.keys(filesWritten?.items?.properties ?? {})).toEqual(['path', 'etag']);
+    expect(filesWritten?.items?.properties?.etag?.description).toContain('pass it as expected_etag');
+    expect(Object.keys(answer('move_file'))).toEqual(expect.arrayContaining(['source', 'destination', 'etag', 'written', 'copied_to', 'source_deleted']));
   }));
 
   it('every tool\'s annotations say what it does', () => connected(async (client) => {
@@ -121,6 +127,9 @@ describe('what a client is told at connect', () => {
     // edit_file's edits are objects: each of their fields is described too.
     const edits = tools.find((t) => t.name === 'edit_file')?.inputSchema.properties?.edits as { items?: { properties?: Record<string, { description?: string }> } } | undefined;
     for (const [name, prop] of Object.entries(edits?.items?.properties ?? { oldText: {}, newText: {} })) if (!/\w{3}/.test(prop.description ?? '')) unsaid.push(`edit_file: edits[].${name}`);
+    // So are write_files' files.
+    const files = tools.find((t) => t.name === 'write_files')?.inputSchema.properties?.files as { items?: { properties?: Record<string, { description?: string }> } } | undefined;
+    for (const [name, prop] of Object.entries(files?.items?.properties ?? { path: {}, content: {}, expected_etag: {}, create_only: {} })) if (!/\w{3}/.test(prop.description ?? '')) unsaid.push(`write_files: files[].${name}`);
     expect(unsaid).toEqual([]);
     // Each compare-and-swap writer tells the model to hand back the etag it read.
     for (const name of ['write_file', 'write_files', 'edit_file', 'move_file', 'delete_file']) expect(tools.find((t) => t.name === name)?.description, name).toContain('expected_etag');

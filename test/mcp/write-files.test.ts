@@ -7,12 +7,12 @@
  * counts the files refused, each as write_file would refuse it. The model's
  * views are the clients' (test/helpers/model-view.ts).
  */
-import { CreateBucketCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, PutObjectCommand, HeadObjectCommand, ListObjectsV2Command, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytes, sdk } from '../helpers/clients.js';
 import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
-import { missing } from '../helpers/model-view.js';
+import { missing, textOnlyOnError } from '../helpers/model-view.js';
 
 const bucket = 'batch';
 const MAX = 64;
@@ -40,6 +40,7 @@ describe('write_files', () => {
     const r = await call(ivy, 'write_files', { files: [{ path: `${bucket}/ok/é.txt`, content: 'café\n', create_only: true }, { path: `s3://${bucket}/ok/b.txt`, content: 'b\n', create_only: true }] });
     expect(r.isError, text(r)).toBeFalsy();
     const [e1, e2] = (data(r).files as Array<{ etag: string }>).map((f) => f.etag);
+    expect(data(r).written).toBe(true);
     expect(text(r)).toBe(`Wrote 2 file(s), all together:\n${bucket}/ok/é.txt: 6 bytes, new etag ${e1}\n${bucket}/ok/b.txt: 2 bytes, new etag ${e2}`);
     expect(missing(r, [`${bucket}/ok/é.txt`, e1!, `${bucket}/ok/b.txt`, e2!])).toEqual([]);
     const head = await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: 'ok/é.txt' }));
@@ -76,5 +77,31 @@ describe('write_files', () => {
     expect(missing(r, [`${bucket}/two/b.txt changed since version ${b1}, the one you named`, '-b1\n+b2'])).toEqual([]);
     expect(await stored('two/a.txt')).toBe('a1\n');
     expect(await stored('two/b.txt')).toBe('b2\n');
+  });
+
+  it('takes as many as 1000 files, one of them exactly --mcp-max-file-bytes long', async () => {
+    const files = Array.from({ length: 1000 }, (_, i) => ({ path: `${bucket}/max/${String(i).padStart(4, '0')}`, content: i === 0 ? 'x'.repeat(MAX) : '', create_only: true }));
+    const r = await call(ivy, 'write_files', { files });
+    expect(r.isError, text(r).slice(0, 300)).toBeFalsy();
+    expect(text(r)).toMatch(new RegExp(`^Wrote 1000 file\\(s\\), all together:\\n${bucket}/max/0000: ${MAX} bytes, new etag `));
+    expect(await keysUnder('max/')).toHaveLength(1000);
+    expect(await stored('max/0000')).toBe('x'.repeat(MAX));
+  });
+
+  it('a client that shows only an error\'s text reads the count, then each refused file\'s refusal — the version named or the one last read', async () => {
+    const made = await call(ivy, 'write_files', { files: [{ path: `${bucket}/both/a.txt`, content: 'a1\n', create_only: true }, { path: `${bucket}/both/b.txt`, content: 'b1\n', create_only: true }] });
+    const [a1, b1] = (data(made).files as Array<{ etag: string }>).map((f) => f.etag);
+    await call(ivy, 'read_text_file', { path: `${bucket}/both/b.txt` });
+    await call(ivy, 'write_file', { path: `${bucket}/both/a.txt`, content: 'a2\n', expected_etag: a1 });
+    // Another writer's, so ivy's last read of b.txt stays b1: her write of it names no version and is conditioned on that read.
+    await admin.send(new PutObjectCommand({ Bucket: bucket, Key: 'both/b.txt', Body: 'b2\n' }));
+    const r = await call(ivy, 'write_files', { files: [{ path: `${bucket}/both/a.txt`, content: 'a3\n', expected_etag: a1 }, { path: `${bucket}/both/b.txt`, content: 'b3\n' }] });
+    expect(r.isError).toBe(true);
+    const [summary, ...each] = textOnlyOnError(r).text.split('\n\n');
+    expect(summary).toBe('Nothing was written: write_files lands all its files or none, and 2 of the 2 file(s) were refused:');
+    expect(each.join('\n\n')).toMatch(new RegExp(`^Refused: ${bucket}/both/a\\.txt changed since version ${a1}, the one you named`));
+    expect(each.join('\n\n')).toContain(`${bucket}/both/b.txt changed since version ${b1}, the one you last read`);
+    expect(await stored('both/a.txt')).toBe('a2\n');
+    expect(await stored('both/b.txt')).toBe('b2\n');
   });
 });
