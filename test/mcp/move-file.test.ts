@@ -48,6 +48,7 @@ describe('move_file', () => {
     const read = await readEtag('a b/50% é.txt');
     const r = await call(ann, 'move_file', { source: `${bucket}/a b/50% é.txt`, destination: `${bucket}/c d/ü?.txt` });
     expect(r.isError, text(r)).toBeFalsy();
+    expect(data(r)).toMatchObject({ source: `${bucket}/a b/50% é.txt`, destination: `${bucket}/c d/ü?.txt`, etag: read, written: true });
     expect(missing(r, [`${bucket}/a b/50% é.txt`, `${bucket}/c d/ü?.txt`, read])).toEqual([]);
     expect(contentFirst(r).text).toBe(`Moved ${bucket}/a b/50% é.txt (version ${read}) to ${bucket}/c d/ü?.txt.`);
     expect(await stored('c d/ü?.txt')).toBe('spaced\n');
@@ -74,7 +75,7 @@ describe('move_file', () => {
     const r = await call(ann, 'move_file', { source: `${bucket}/src.txt`, destination: `${bucket}/dst.txt`, expected_etag: src, destination_etag: dst });
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ error: 'precondition-failed', path: `${bucket}/dst.txt`, your_version: dst, written: false });
-    expect(missing(r, [`${bucket}/dst.txt changed since version ${dst}`, '+dst changed', 'Nothing was written'])).toEqual([]);
+    expect(missing(r, [`${bucket}/dst.txt changed since version ${dst}, the one you named`, '+dst changed', 'Nothing was written'])).toEqual([]);
     expect(await stored('src.txt')).toBe('src\n');
     expect(await stored('dst.txt')).toBe('dst changed\n');
     const now = await readEtag('dst.txt');
@@ -106,7 +107,7 @@ describe('move_file', () => {
     const r = await call(ann, 'move_file', { source: `${bucket}/changed.txt`, destination: `${bucket}/changed2.txt`, expected_etag: read });
     expect(r.isError).toBe(true);
     expect(data(r)).toMatchObject({ error: 'precondition-failed', path: `${bucket}/changed.txt`, your_version: read, written: false });
-    expect(missing(r, [`${bucket}/changed.txt changed since version ${read}, the one you named`, String(data(r).current_etag), '+second', 'Nothing was written'])).toEqual([]);
+    expect(missing(r, [`${bucket}/changed.txt changed since version ${read}, the one you named`, String(data(r).current_etag), '+second', 'Nothing was written', 'then move_file again with "expected_etag"'])).toEqual([]);
     expect(await stored('changed2.txt')).toBeUndefined();
   });
 
@@ -141,7 +142,29 @@ describe('move_file', () => {
     expect(data(r)).toMatchObject({ path: `${bucket}/kept.txt`, copied_to: `${bucket}/copy.txt`, source_deleted: false, written: false });
     expect(missing(r, [`Copied ${bucket}/kept.txt (version ${read}) to ${bucket}/copy.txt, but the source was not deleted`])).toEqual([]);
     expect(showing(r, 'deleted: Refused')).toEqual([]);
+    // What the DELETE's refusal said, as its own sentence: whose credential stopped it, and on which file.
+    expect(text(r)).toMatch(new RegExp(`^Copied ${bucket}/kept\\.txt \\(version "[0-9a-f]{64}"\\) to ${bucket}/copy\\.txt, but the source was not deleted: your credential may not do this on ${bucket}/kept\\.txt: `));
     expect(await stored('copy.txt')).toBe('kept\n');
     expect(await stored('kept.txt')).toBe('kept\n');
+  });
+
+  it('moves the version expected_etag names, not the one last read: an older one named is refused as changed since', async () => {
+    await put('reread.txt', 'old\n');
+    const old = await readEtag('reread.txt');
+    await put('reread.txt', 'new\n');
+    await readEtag('reread.txt');
+    const r = await call(ann, 'move_file', { source: `${bucket}/reread.txt`, destination: `${bucket}/reread2.txt`, expected_etag: old });
+    expect(r.isError).toBe(true);
+    expect(missing(r, [`${bucket}/reread.txt changed since version ${old}, the one you named`, 'Nothing was written'])).toEqual([]);
+    expect(await stored('reread2.txt')).toBeUndefined();
+    expect(await stored('reread.txt')).toBe('new\n');
+  });
+
+  it('a destination_etag that is no etag is refused by its own name before anything is written', async () => {
+    await put('named.txt', 'n\n');
+    const r = await call(ann, 'move_file', { source: `${bucket}/named.txt`, destination: `${bucket}/named2.txt`, expected_etag: await readEtag('named.txt'), destination_etag: 'latest' });
+    expect(r.isError).toBe(true);
+    expect(missing(r, ['destination_etag "latest" is not a casket ETag'])).toEqual([]);
+    expect(await stored('named.txt')).toBe('n\n');
   });
 });
