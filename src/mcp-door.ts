@@ -20,12 +20,13 @@ import { changedSinceRead } from './changes/since-read.js';
 import type { Services } from './s3/context.js';
 import type { HandleOptions, Outcome } from './s3/handle.js';
 import { callInProcess, readBody } from './s3/in-process.js';
-import { NotAuthenticated, type Caller, type ChangesetAnswer, type CasketDoor, type EndpointRequest, type S3Answer, type S3Call } from './mcp/door.js';
+import { NotAuthenticated, type Caller, type ChangesetAnswer, type CasketDoor, type EndpointRequest, type S3Answer, type S3Call, type S3Failure } from './mcp/door.js';
 import { S3Error, isS3Error } from './vocabulary/errors.js';
 import { formatETag } from './vocabulary/etag.js';
 import { accessFor } from './s3/access.js';
 import { objectResource } from './s3/actions.js';
 import { refusalError } from './s3/refusal-error.js';
+import { Refusal } from './guard/refusal.js';
 import { writeConditionsFrom } from './s3/write.js';
 import { ChangesetLanding, ChangesetRefused, commitChangeset, MAX_TOTAL_BYTES, type ChangesetEngine, type ChangesetEntry } from './changesets/commit.js';
 
@@ -37,6 +38,12 @@ const EMPTY_SHA256 = createHash('sha256').digest('hex');
 const credentials = new WeakMap<Caller, Credential>();
 
 /** The credential of a caller the MCP endpoint verified. */
+/** An S3 error as a tool sees it (door.ts S3Failure). */
+function failureOf(e: S3Error): S3Failure {
+  // Stryker disable next-line ConditionalExpression: as in s3 below: refusals (refusal-error.ts) set only the fields they have, and the other errors a changeset or a delete check meets (commit.ts, ChangesetLanding, staging's EntityTooLarge, AccessDenied) carry none; `true` fails door-changesets.test.ts
+  return { status: e.status, code: e.code, message: e.message, fields: Object.fromEntries(Object.entries(e.fields).map(([k, v]) => [k, v === undefined ? undefined : String(v)])) };
+}
+
 function credentialOf(lookup: CredentialLookup, caller: Caller): Credential {
   const credential = credentials.get(caller) ?? lookup(caller.accessKeyId);
   // Stryker disable next-line StringLiteral: no tool is shown this sentence: every Caller a tool holds is the object authenticate made and recorded above (request-caller.ts carries it by reference), so its credential is always found
@@ -172,8 +179,6 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
       const id = changesets.dir.newId();
       // Until the engine has it, the staged bodies are this call's to remove (the engine keeps a decided one for recovery).
       let handedOver = false;
-      // Stryker disable next-line ConditionalExpression: as in s3 above: a changeset's refusals (refusal-error.ts) set only the fields they have, and its other errors (commit.ts, ChangesetLanding, staging's EntityTooLarge) carry none; `true` fails door-changesets.test.ts
-      const failure = (e: S3Error) => ({ status: e.status, code: e.code, message: e.message, fields: Object.fromEntries(Object.entries(e.fields).map(([k, v]) => [k, v === undefined ? undefined : String(v)])) });
       try {
         const credential = credentialOf(options.lookup, caller);
         const entries: ChangesetEntry[] = [];
@@ -189,9 +194,20 @@ export function openMcpDoor(services: Services, options: HandleOptions, record: 
         return { landed: result.landed.map((l) => ({ bucket: l.bucket, key: l.key, etag: l.etag === null ? null : formatETag(l.etag, false) })) };
       } catch (e) {
         if (!handedOver) await changesets.dir.discard(id);
-        if (e instanceof ChangesetRefused) return { refused: e.refusals.map((r) => ({ bucket: r.bucket, key: r.key, failure: failure(refusalError(r, false)) })) };
-        if (e instanceof ChangesetLanding) return { landing: failure(e) };
-        if (isS3Error(e)) return { failure: failure(e) };
+        if (e instanceof ChangesetRefused) return { refused: e.refusals.map((r) => ({ bucket: r.bucket, key: r.key, failure: failureOf(refusalError(r, false)) })) };
+        if (e instanceof ChangesetLanding) return { landing: failureOf(e) };
+        if (isS3Error(e)) return { failure: failureOf(e) };
+        throw e;
+      }
+    },
+    async mayDelete(caller, bucket, key, headers) {
+      try {
+        accessFor(credentialOf(options.lookup, caller), () => {}).authorize({ action: 's3:DeleteObject', resource: objectResource(bucket, key) });
+        await services.guard.checkWrite({ bucket, key, agent: caller.agent, current: () => services.backend.headObject(bucket, key), conditions: writeConditionsFrom(headers) });
+        return undefined;
+      } catch (e) {
+        if (e instanceof Refusal) return failureOf(refusalError(e, false));
+        if (isS3Error(e)) return failureOf(e);
         throw e;
       }
     },

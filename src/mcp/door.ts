@@ -129,6 +129,14 @@ export interface CasketDoor {
    * single write would be.
    */
   commit(caller: Caller, files: ChangesetFile[]): Promise<ChangesetAnswer>;
+  /**
+   * Whether `caller` may delete bucket/key under `headers`' conditions now,
+   * judged as that DELETE would be (its policy, then the one guard's rules),
+   * without deleting: for a tool whose last step is that delete (move_file),
+   * so a refusal that is already certain comes before its first write. The
+   * DELETE itself is still guarded (the commit decides).
+   */
+  mayDelete(caller: Caller, bucket: string, key: string, headers: Record<string, string>): Promise<S3Failure | undefined>;
   /** The agent's read stamp of a key, as the guard sees it. */
   stamp(agent: string, bucket: string, key: string): Promise<ReadStampView | undefined>;
   /**

@@ -22,6 +22,7 @@ const door: CasketDoor = {
   diff: async () => undefined,
   changes: async () => ({ status: 200, body: { changes: [] } }),
   commit: async () => ({ landed: [] }),
+  mayDelete: async () => undefined,
   stamp: async () => undefined,
   retained: async () => undefined,
   writerOf: async () => ({}),

@@ -7,7 +7,7 @@
  * read when the call named none), a destination taken or changed is refused
  * on the destination — each with the path it is about and the next call.
  */
-import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, HeadObjectCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sdk, storedText } from '../helpers/clients.js';
@@ -23,7 +23,7 @@ let keeper: Client;
 beforeAll(async () => {
   casket = await startMcpCasket({
     agents: ['ann'],
-    // May copy but not delete: a move it makes stops half done.
+    // May copy but not delete: its moves are refused before the copy.
     keys: { keeper: { agent: 'keeper', policy: { Statement: [{ Effect: 'Allow', Action: ['s3:GetObject', 's3:PutObject', 's3:ListBucket'], Resource: [`arn:aws:s3:::${bucket}`, `arn:aws:s3:::${bucket}/*`] }] } } },
   });
   admin = sdk(casket.url, casket.admin);
@@ -134,18 +134,28 @@ describe('move_file', () => {
     expect(await stored('gone2.txt')).toBeUndefined();
   });
 
-  it('a copy made but a source its key may not delete: the answer says the move is half done, and where the copy is', async () => {
+  it('a source its key may not delete: refused before the copy, so nothing is written (no copy left behind)', async () => {
     await put('kept.txt', 'kept\n');
-    const read = String(data(await call(keeper, 'read_text_file', { path: `${bucket}/kept.txt` })).etag);
+    await call(keeper, 'read_text_file', { path: `${bucket}/kept.txt` });
     const r = await call(keeper, 'move_file', { source: `${bucket}/kept.txt`, destination: `${bucket}/copy.txt` });
     expect(r.isError).toBe(true);
-    expect(data(r)).toMatchObject({ path: `${bucket}/kept.txt`, copied_to: `${bucket}/copy.txt`, source_deleted: false, written: false });
-    expect(missing(r, [`Copied ${bucket}/kept.txt (version ${read}) to ${bucket}/copy.txt, but the source was not deleted`])).toEqual([]);
-    expect(showing(r, 'deleted: Refused')).toEqual([]);
-    // What the DELETE's refusal said, as its own sentence: whose credential stopped it, and on which file.
-    expect(text(r)).toMatch(new RegExp(`^Copied ${bucket}/kept\\.txt \\(version "[0-9a-f]{64}"\\) to ${bucket}/copy\\.txt, but the source was not deleted: your credential may not do this on ${bucket}/kept\\.txt: `));
-    expect(await stored('copy.txt')).toBe('kept\n');
+    expect(data(r)).toMatchObject({ error: 'AccessDenied', path: `${bucket}/kept.txt`, written: false });
+    expect(missing(r, [`Refused: your credential may not do this on ${bucket}/kept.txt: `, 'Nothing was written.'])).toEqual([]);
+    expect(await stored('copy.txt')).toBeUndefined();
     expect(await stored('kept.txt')).toBe('kept\n');
+  });
+
+  it('a version named that the agent never read whole, though current: refused before the copy, as the delete would be; nothing moves', async () => {
+    await put('unread.txt', 'v1\n');
+    const v1 = await readEtag('unread.txt');
+    await put('unread.txt', 'v2\n');
+    const v2 = `"${(await admin.send(new HeadObjectCommand({ Bucket: bucket, Key: 'unread.txt' }))).ETag!.replace(/"/g, '')}"`;
+    const r = await call(ann, 'move_file', { source: `${bucket}/unread.txt`, destination: `${bucket}/unread2.txt`, expected_etag: v2 });
+    expect(r.isError).toBe(true);
+    expect(data(r)).toMatchObject({ error: 'stale-read', path: `${bucket}/unread.txt`, written: false });
+    expect(missing(r, [`${bucket}/unread.txt changed since version ${v1}, the one you last read (you named ${v2}, which you have not read whole)`, 'Nothing was written'])).toEqual([]);
+    expect(await stored('unread2.txt')).toBeUndefined();
+    expect(await stored('unread.txt')).toBe('v2\n');
   });
 
   it('moves the version expected_etag names, not the one last read: an older one named is refused as changed since', async () => {

@@ -58,6 +58,10 @@ export const register: RegisterTool = (server, shared) => {
         if (version === undefined) {
           return toolError(`Refused: you have not read ${showPath(from)} in full, so there is no version to move. Nothing was written.\nNext: read_text_file {"path": "${showPath(from)}"}, then move_file again.`, { error: 'not-read', path: showPath(from), written: false });
         }
+        // The source's DELETE is the move's last step: a refusal it is sure to meet (a version named that
+        // was never read whole, a key the policy may not delete) comes first, or the copy would be left behind.
+        const unmovable = await env.door.mayDelete(env.caller, from.bucket, from.key, { 'if-match': version });
+        if (unmovable) return refused(env, 'move_file', from, unmovable, version, expected_etag === undefined);
         const target: Record<string, string> = destination_etag !== undefined ? { 'if-match': parseETagArgument(destination_etag, 'destination_etag') } : { 'if-none-match': '*' };
         const copy = await env.door.s3(env.caller, { method: 'PUT', bucket: to.bucket, key: to.key, headers: { 'x-amz-copy-source': copySource(from.bucket, from.key), 'x-amz-copy-source-if-match': version, ...target } });
         if (copy.failure) {
