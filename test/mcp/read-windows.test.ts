@@ -60,6 +60,19 @@ describe('read_text_file windows', () => {
     }
   });
 
+  it('a window that covers every line entitles a write, as the whole file does: the read it says is the read recorded', async () => {
+    const admin = sdk(casket.url, casket.admin);
+    for (const [n, window] of [{ head: 9 }, { tail: 3 }, { offset: 0, limit: 3 }].entries()) {
+      const key = `covered-${n}.txt`;
+      await admin.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: 'a\nb\nc\n' }));
+      const r = await call(alice, 'read_text_file', { path: `${bucket}/${key}`, ...window });
+      expect(data(r).read).toBe('full');
+      const written = await call(alice, 'write_file', { path: `${bucket}/${key}`, content: 'new\n', expected_etag: data(r).etag as string });
+      expect(written.isError, JSON.stringify(window)).toBeFalsy();
+    }
+    admin.destroy();
+  });
+
   it('a window alone entitles no write; the whole file does', async () => {
     // A key alice has only seen through a window (a full read of a version stays full: design §4).
     const admin = sdk(casket.url, casket.admin);
