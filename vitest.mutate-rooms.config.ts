@@ -132,6 +132,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/write-conditions.test.ts',
     'test/mcp/write-file.test.ts',
     'test/mcp/write-files.test.ts',
+    'test/mcp/what-changed.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';
