@@ -133,6 +133,7 @@ const TESTS: Record<string, string[]> = {
     'test/mcp/write-file.test.ts',
     'test/mcp/write-files.test.ts',
     'test/mcp/what-changed.test.ts',
+    'test/mcp/get-file-info.test.ts',
   ],
 };
 const room = process.env.ROOM ?? '';
