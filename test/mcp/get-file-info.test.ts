@@ -10,8 +10,8 @@ import { CreateBucketCommand, PutObjectCommand, type S3Client } from '@aws-sdk/c
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
-import { missing } from '../helpers/model-view.js';
+import { call, data, httpClient, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
+import { contentFirst, missing } from '../helpers/model-view.js';
 
 const bucket = 'info';
 const path = `${bucket}/notes.md`;
@@ -44,8 +44,8 @@ it('says what this agent last read of the file, and which version, in every view
   const never = await info(ann);
   expect(never.d).toMatchObject({ path, size: 4, content_type: 'text/markdown', your_read: 'none' });
   expect(never.d).not.toHaveProperty('your_read_etag');
-  expect(text(never.r)).toBe(Object.entries(never.d).map(([k, v]) => `${k}: ${v}`).join('\n'));
-  expect(text(never.r)).toContain(`etag: ${String(never.d.etag)}\n`);
+  expect(contentFirst(never.r).text).toBe(Object.entries(never.d).map(([k, v]) => `${k}: ${v}`).join('\n'));
+  expect(contentFirst(never.r).text).toContain(`etag: ${String(never.d.etag)}\n`);
 
   await call(ann, 'read_text_file', { path, head: 1 });
   expect((await info(ann)).d).toMatchObject({ your_read: 'partial', your_read_etag: never.d.etag });
@@ -58,7 +58,7 @@ it('says what this agent last read of the file, and which version, in every view
   const stale = await info(ann);
   expect(stale.d).toMatchObject({ your_read: 'stale', your_read_etag: never.d.etag });
   expect(stale.d.etag).not.toBe(never.d.etag);
-  expect(text(stale.r)).toContain('your_read: stale\n');
+  expect(contentFirst(stale.r).text).toContain('your_read: stale\n');
 
   expect((await info(person)).d).toMatchObject({ your_read: 'not an agent' });
 });

@@ -11,7 +11,7 @@ import { CreateBucketCommand, DeleteObjectCommand, PutObjectCommand, type S3Clie
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { sdk } from '../helpers/clients.js';
-import { call, data, httpClient, mintToken, startMcpCasket, text, type McpCasket } from '../helpers/mcp.js';
+import { call, data, httpClient, mintToken, startMcpCasket, type McpCasket } from '../helpers/mcp.js';
 import { contentFirst, missing } from '../helpers/model-view.js';
 
 const bucket = 'changed';
@@ -61,10 +61,10 @@ it('names each change: who changed it to which version, or deleted it, when, the
   expect(shown).toContain(`${path('plan.md')}: changed to ${now} by agent "bob" at ${String(changes[0]!.at)} (you read ${planRead})\n`);
   expect(shown).toContain(`${path('gone.md')}: deleted by access key "${casket.admin.accessKeyId}" at ${String(changes[1]!.at)} (you read ${goneRead})`);
   expect(shown).toContain(`[cursor: ${String(data(r).cursor)}; pass it as since next time]`);
-  expect(text(r).startsWith('2 file(s) changed')).toBe(true);
+  expect(contentFirst(r).text.startsWith('2 file(s) changed')).toBe(true);
 
   const quiet = await call(ann, 'what_changed', { since: String(data(r).cursor) });
-  expect(text(quiet).startsWith('Nothing you read has changed since.\n[cursor: ')).toBe(true);
+  expect(contentFirst(quiet).text.startsWith('Nothing you read has changed since.\n[cursor: ')).toBe(true);
   expect(data(quiet).changes).toEqual([]);
 });
 
